@@ -1,0 +1,74 @@
+"""grpo_core — the formulas of the GRPO chapter, each in one short function.
+
+=========  ===============================================  ===========================
+chapter    idea                                             where
+=========  ===============================================  ===========================
+eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
+eq. (2)    one scalar reward per completion                 ``bandit.BanditGRPO.sample``
+eq. (3)    group-relative advantage                         ``advantages.group_advantages``
+Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
+eqs. (4-5) group mean as a value estimate                   ``bandit.BanditGRPO.expected_reward``
+eq. (6)    importance ratio                                 ``clipping.importance_ratio``
+eq. (7)    clipped surrogate                                ``clipping.clipped_surrogate``
+eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
+eq. (9)    the GRPO objective                               ``objective.grpo_objective``
+§7, §11    the algorithm on the bandit                      ``bandit.grpo_step``
+§10        token-level loss (torch)                         ``token_loss.grpo_token_loss``
+=========  ===============================================  ===========================
+
+``import grpo_core`` loads NumPy only; ``grpo_core.token_loss`` imports torch.
+"""
+
+from grpo_core.advantages import (
+    centered_rewards,
+    dr_grpo_advantages,
+    group_advantages,
+    rloo_advantages,
+    zero_std_fraction,
+    zero_std_mask,
+)
+from grpo_core.bandit import (
+    ACTION_NAMES,
+    CHAPTER_REWARDS,
+    BanditGRPO,
+    GRPOConfig,
+    StepResult,
+    grpo_step,
+    log_softmax,
+    objective_gradient,
+    sample_group,
+    softmax,
+)
+from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
+from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
+from grpo_core.objective import clip_objective, grpo_objective
+
+__all__ = [
+    "ACTION_NAMES",
+    "CHAPTER_REWARDS",
+    "BanditGRPO",
+    "GRPOConfig",
+    "StepResult",
+    "categorical_kl",
+    "centered_rewards",
+    "clip_fractions",
+    "clip_masks",
+    "clip_objective",
+    "clipped_surrogate",
+    "dr_grpo_advantages",
+    "entropy",
+    "group_advantages",
+    "grpo_objective",
+    "grpo_step",
+    "importance_ratio",
+    "kl_k1",
+    "kl_k2",
+    "kl_k3",
+    "log_softmax",
+    "objective_gradient",
+    "rloo_advantages",
+    "sample_group",
+    "softmax",
+    "zero_std_fraction",
+    "zero_std_mask",
+]

@@ -1,0 +1,314 @@
+r"""The chapter's laboratory (§11): GRPO on a 4-armed bandit, gradients by hand.
+
+One fixed prompt, actions A/B/C/D with the reward table
+``R = [0.2, 0.9, 0.4, 0.1]`` (B is best) and a softmax policy
+:math:`\pi_\theta = \mathrm{softmax}(\theta)`. A GRPO step (§7) freezes
+θ_old, computes the group advantages of eq. (3) and takes ``inner_epochs``
+steps of gradient ascent on eq. (9) against a frozen π_ref.
+
+The gradient, derived by hand
+-----------------------------
+With one action per sample, :math:`\nabla_\theta \log\pi_\theta(a) = e_a - \pi_\theta`
+(``e_a`` the one-hot vector of ``a``). For sample i with ratio
+:math:`r_i = \pi_\theta(a_i)/\pi_{\theta_\mathrm{old}}(a_i)`:
+
+* the clipped term :math:`\min(r_i\hat A_i, \mathrm{clip}(r_i)\hat A_i)` has
+  gradient :math:`\hat A_i r_i (e_{a_i} - \pi_\theta)` where the clip is not
+  active, and exactly 0 where it is (``r_i > 1+ε_high`` with ``Â_i > 0``, or
+  ``r_i < 1-ε_low`` with ``Â_i < 0``), since there it is a constant;
+* the k3 term of eq. (8), with :math:`\rho_i = \pi_\mathrm{ref}(a_i)/\pi_\theta(a_i)`,
+  has :math:`\partial k_3/\partial\log\pi_\theta(a_i) = 1 - \rho_i`, so its
+  gradient is :math:`(1 - \rho_i)(e_{a_i} - \pi_\theta)`.
+
+Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)`,
+
+.. math:: \nabla_\theta \mathcal J_\mathrm{GRPO} = \frac1G \sum_i c_i\,(e_{a_i} - \pi_\theta)
+          = \frac1G\Big(\sum_i c_i e_{a_i} - \pi_\theta \sum_i c_i\Big).
+
+``tests/test_bandit.py`` checks this against torch autograd of
+:func:`grpo_core.objective.grpo_objective`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int, probabilities
+from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
+from grpo_core.clipping import clip_masks
+from grpo_core.kl import categorical_kl, entropy
+from grpo_core.objective import grpo_objective
+
+CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
+ACTION_NAMES = ("A", "B", "C", "D")
+ADVANTAGES = {
+    "grpo": group_advantages,
+    "rloo": rloo_advantages,
+    "dr_grpo": dr_grpo_advantages,
+}
+
+
+def softmax(logits) -> np.ndarray:
+    """π_θ = softmax(θ) over the last axis, computed stably."""
+    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def log_softmax(logits) -> np.ndarray:
+    """log π_θ, computed stably."""
+    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def _generator(rng) -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng
+
+
+def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
+    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
+    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must be nonnegative and sum to 1")
+    group_size = positive_int(group_size, "group_size")
+    return _generator(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
+
+
+def _actions(actions, num_actions: int) -> np.ndarray:
+    actions = np.asarray(actions)
+    if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
+        raise TypeError(f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}")
+    if actions.min() < 0 or actions.max() >= num_actions:
+        raise ValueError(f"actions must lie in [0, {num_actions}), got {actions.min()}..{actions.max()}")
+    return actions
+
+
+def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=0.2, eps_high=None, beta=0.04):
+    """∇_θ of eq. (9) for the softmax bandit, by hand (see the module docstring).
+
+    ``old_logp`` and ``ref_logp`` are log π_θ_old(a_i) and log π_ref(a_i) of the
+    sampled actions; returns the gradient with the shape of ``logits`` (K,).
+    """
+    log_probs = log_softmax(logits)
+    probs = np.exp(log_probs)
+    actions = _actions(actions, probs.size)
+    logp = log_probs[actions]
+    beta = nonnegative(beta, "beta")
+    ratio = np.exp(logp - finite_array(old_logp, "old_logp"))
+    low, high = clip_masks(ratio, advantages, eps_low, eps_high)
+    ref_ratio = np.exp(finite_array(ref_logp, "ref_logp") - logp)
+    coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
+    return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
+
+
+@dataclass(frozen=True)
+class GRPOConfig:
+    """The knobs of a bandit GRPO step (the lab's sliders).
+
+    ``group_size`` G, clip ``eps_low``/``eps_high`` (ε of eq. 7; ``None`` for a
+    symmetric clip), ``beta`` (β of eq. 9), learning rate ``lr`` and
+    ``inner_epochs`` of gradient ascent per group (§7), ``advantage`` in
+    {"grpo", "rloo", "dr_grpo"}, ``adv_eps`` (ε of eq. 3).
+    """
+
+    group_size: int = 8
+    eps_low: float = 0.2
+    eps_high: float | None = None
+    beta: float = 0.04
+    lr: float = 1.0
+    inner_epochs: int = 4
+    advantage: str = "grpo"
+    adv_eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        positive_int(self.group_size, "group_size", minimum=2)
+        nonnegative(self.eps_low, "eps_low")
+        if self.eps_high is not None:
+            nonnegative(self.eps_high, "eps_high")
+        nonnegative(self.beta, "beta")
+        positive(self.lr, "lr")
+        positive_int(self.inner_epochs, "inner_epochs")
+        choice(self.advantage, "advantage", tuple(ADVANTAGES))
+        nonnegative(self.adv_eps, "adv_eps")
+
+    def advantages(self, rewards) -> np.ndarray:
+        """Â for one group under the chosen variant."""
+        if self.advantage == "grpo":
+            return group_advantages(rewards, eps=self.adv_eps)
+        return ADVANTAGES[self.advantage](rewards)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """Everything one GRPO step on one group shows (the lab's views)."""
+
+    actions: np.ndarray
+    rewards: np.ndarray
+    advantages: np.ndarray
+    ratios: np.ndarray
+    clipped: np.ndarray
+    old_probs: np.ndarray
+    probs: np.ndarray
+    ref_probs: np.ndarray
+    objective: float
+    logits: np.ndarray = field(repr=False)
+
+    @property
+    def reward_mean(self) -> float:
+        return float(self.rewards.mean())
+
+    @property
+    def reward_std(self) -> float:
+        return float(self.rewards.std())
+
+    @property
+    def zero_variance(self) -> bool:
+        return bool(self.rewards.max() == self.rewards.min())
+
+    @property
+    def clip_fraction(self) -> float:
+        """Fraction of the group whose clip is active at the new policy."""
+        return float(self.clipped.mean())
+
+    @property
+    def kl(self) -> float:
+        """Exact KL(π_θ‖π_ref) of the new policy."""
+        return float(categorical_kl(self.probs, self.ref_probs))
+
+    @property
+    def entropy(self) -> float:
+        return float(entropy(self.probs))
+
+
+def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOConfig()) -> StepResult:
+    """One GRPO iteration (§7) on one sampled group: freeze θ_old, compute Â
+    (eq. 3), ascend eq. (9) for ``config.inner_epochs`` steps of size ``config.lr``.
+    """
+    if not isinstance(config, GRPOConfig):
+        raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
+    old_log_probs = log_softmax(logits)
+    ref_log_probs = log_softmax(ref_logits)
+    if ref_log_probs.shape != old_log_probs.shape:
+        raise ValueError(f"ref_logits must have the shape of logits {old_log_probs.shape}, got {ref_log_probs.shape}")
+    actions = _actions(actions, old_log_probs.size)
+    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    if rewards.shape != actions.shape:
+        raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for actions {actions.shape}")
+    advantages = config.advantages(rewards)
+    old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
+    theta = np.array(logits, dtype=float)
+    for _ in range(config.inner_epochs):
+        grad = objective_gradient(
+            theta, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
+        )
+        theta += config.lr * grad
+    log_probs = log_softmax(theta)
+    logp = log_probs[actions]
+    ratios = np.exp(logp - old_logp)
+    low, high = clip_masks(ratios, advantages, config.eps_low, config.eps_high)
+    return StepResult(
+        actions=actions,
+        rewards=rewards,
+        advantages=advantages,
+        ratios=ratios,
+        clipped=low | high,
+        old_probs=np.exp(old_log_probs),
+        probs=np.exp(log_probs),
+        ref_probs=np.exp(ref_log_probs),
+        objective=float(
+            grpo_objective(logp, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta)
+        ),
+        logits=theta,
+    )
+
+
+class BanditGRPO:
+    """A GRPO run on the bandit: the engine under the lab and the notebooks.
+
+    Holds the policy logits θ, the frozen reference π_ref (captured at
+    :meth:`reset`), a seeded ``numpy.random.Generator``, the pending group and
+    the history of steps. It never imports a widget.
+    """
+
+    def __init__(self, rewards=CHAPTER_REWARDS, config: GRPOConfig = GRPOConfig(), seed: int = 0, init_logits=None):
+        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+        if self.reward_table.size < 2:
+            raise ValueError("rewards must list at least 2 actions")
+        self.init_logits = (
+            np.zeros_like(self.reward_table)
+            if init_logits is None
+            else np.asarray(finite_array(init_logits, "init_logits", ndim=(1,)), dtype=float)
+        )
+        if self.init_logits.shape != self.reward_table.shape:
+            raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
+        self.config = config
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
+        if seed is not None:
+            self.seed = positive_int(seed, "seed", minimum=0)
+        self.logits = self.init_logits.copy()
+        self.ref_logits = self.logits.copy()
+        self.rng = np.random.default_rng(self.seed)
+        self.pending: np.ndarray | None = None
+        self.history: list[StepResult] = []
+
+    @property
+    def config(self) -> GRPOConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: GRPOConfig) -> None:
+        if not isinstance(config, GRPOConfig):
+            raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
+        self._config = config
+
+    def configure(self, **changes) -> None:
+        """Change some knobs, e.g. ``run.configure(beta=0.1, group_size=4)``."""
+        self.config = replace(self.config, **changes)
+
+    @property
+    def probs(self) -> np.ndarray:
+        return softmax(self.logits)
+
+    @property
+    def ref_probs(self) -> np.ndarray:
+        return softmax(self.ref_logits)
+
+    @property
+    def expected_reward(self) -> float:
+        """V^π(q) = Σ_a π(a) r(a), eq. (4), computed exactly."""
+        return float(self.probs @ self.reward_table)
+
+    def set_policy(self, probs) -> None:
+        """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
+        probs = np.asarray(probabilities(probs, "probs"), dtype=float)
+        if probs.shape != self.logits.shape:
+            raise ValueError(f"probs must have shape {self.logits.shape}, got {probs.shape}")
+        self.logits = np.log(probs)
+        self.pending = None
+
+    def sample(self) -> tuple[np.ndarray, np.ndarray]:
+        """Draw a group of ``config.group_size`` actions from π_θ; return (actions, rewards)."""
+        self.pending = sample_group(self.probs, self.config.group_size, self.rng)
+        return self.pending, self.reward_table[self.pending]
+
+    def step(self) -> StepResult:
+        """A GRPO step on the pending group (sampled first if there is none)."""
+        if self.pending is None:
+            self.sample()
+        actions, self.pending = self.pending, None
+        result = grpo_step(self.logits, self.ref_logits, actions, self.reward_table[actions], self.config)
+        self.logits = result.logits
+        self.history.append(result)
+        return result
+
+    def run(self, steps: int) -> list[StepResult]:
+        """Take ``steps`` GRPO steps, each on a fresh group."""
+        return [self.step() for _ in range(positive_int(steps, "steps"))]

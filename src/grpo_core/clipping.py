@@ -1,0 +1,67 @@
+"""Importance ratio and clipped surrogate: chapter §6, eqs. (6) and (7).
+
+Each function acts element-wise on NumPy arrays or torch tensors (autograd
+flows through the torch path); one element is one token, or one bandit sample.
+"""
+
+from __future__ import annotations
+
+from grpo_core._backend import namespace
+from grpo_core._validate import finite_array, nonnegative, same_shape
+
+
+def _clip_range(eps_low, eps_high) -> tuple[float, float]:
+    eps_low = nonnegative(eps_low, "eps_low")
+    eps_high = eps_low if eps_high is None else nonnegative(eps_high, "eps_high")
+    return 1.0 - eps_low, 1.0 + eps_high
+
+
+def importance_ratio(logp, old_logp):
+    r"""Eq. (6): :math:`r = \pi_\theta(o)/\pi_{\theta_\mathrm{old}}(o) = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`.
+
+    Computed from log-probabilities, which is how trainers hold them.
+    """
+    logp = finite_array(logp, "logp")
+    old_logp = finite_array(old_logp, "old_logp")
+    same_shape(logp=logp, old_logp=old_logp)
+    return namespace(logp).exp(logp - old_logp)
+
+
+def clipped_surrogate(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None):
+    r"""The term inside eq. (7): :math:`\min(r\hat A,\ \mathrm{clip}(r, 1-\varepsilon_\mathrm{low}, 1+\varepsilon_\mathrm{high})\hat A)`.
+
+    ``eps_high`` defaults to ``eps_low`` (the chapter's symmetric ``1 ± ε``);
+    a larger ``eps_high`` is DAPO's "clip-higher". Where the clipped branch is
+    the minimum and the ratio lies outside the band, the term is constant in θ
+    and its gradient is exactly 0.
+    """
+    ratio = finite_array(ratio, "ratio")
+    advantages = finite_array(advantages, "advantages")
+    same_shape(ratio=ratio, advantages=advantages)
+    low, high = _clip_range(eps_low, eps_high)
+    xp = namespace(ratio)
+    return xp.minimum(ratio * advantages, xp.clip(ratio, low, high) * advantages)
+
+
+def clip_masks(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None):
+    """Where the clip of eq. (7) is active, split as production trainers log it.
+
+    Returns ``(low, high)`` boolean arrays: ``low`` where ``r < 1 - eps_low``
+    and ``Â < 0``, ``high`` where ``r > 1 + eps_high`` and ``Â > 0``. Their union
+    (``low | high``) is the "region" where the gradient of the term is zero.
+    """
+    ratio = finite_array(ratio, "ratio")
+    advantages = finite_array(advantages, "advantages")
+    same_shape(ratio=ratio, advantages=advantages)
+    low, high = _clip_range(eps_low, eps_high)
+    return (ratio < low) & (advantages < 0), (ratio > high) & (advantages > 0)
+
+
+def clip_fractions(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None) -> dict[str, float]:
+    """Fractions of terms clipped: ``{"low": …, "high": …, "region": …}``."""
+    low, high = clip_masks(ratio, advantages, eps_low, eps_high)
+    return {
+        "low": float((low * 1.0).mean()),
+        "high": float((high * 1.0).mean()),
+        "region": float(((low | high) * 1.0).mean()),
+    }
