@@ -1,10 +1,41 @@
-"""Shared pytest set-up: how nbval compares notebook outputs."""
+"""Shared pytest set-up: how nbval compares notebook outputs, and a real browser."""
+
+import shutil
+
+import pytest
 
 # Widget views carry a random model_id on every run; what they show is tested
 # in-process (tests/test_lab.py) and in a real browser instead.
 NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript")
 
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
 
 def pytest_collectstart(collector):
     if getattr(collector, "path", None) is not None and collector.path.suffix == ".ipynb":
         collector.skip_compare += NBVAL_SKIPPED_MIMETYPES
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian chromium driven by Playwright.
+
+    chromium is a documented prerequisite (``apt-get install chromium``, which
+    ``.ci/run`` does): a missing browser fails the test, it never skips it.
+    """
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: apt-get install chromium (README, prerequisites)"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

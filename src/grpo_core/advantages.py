@@ -106,3 +106,17 @@ def rloo_advantages(rewards) -> np.ndarray:
 def dr_grpo_advantages(rewards) -> np.ndarray:
     """Dr. GRPO (Liu et al., 2025): ``R_i - mean(R)``, the std division removed."""
     return group_advantages(rewards, scale="none")
+
+
+def zero_signal_probability(success_rate, group_size: int):
+    r"""Probability that a group of binary rewards carries no signal (Property 4.1).
+
+    With success rate ``p`` per sample, all ``G`` rewards agree with
+    probability :math:`p^G + (1-p)^G`: the "competence frontier" — prompts the
+    policy always or never solves teach it nothing.
+    """
+    p = np.asarray(finite_array(success_rate, "success_rate"), dtype=float)
+    if (p < 0).any() or (p > 1).any():
+        raise ValueError("success_rate must lie in [0, 1]")
+    group_size = positive_int(group_size, "group_size")
+    return p**group_size + (1.0 - p) ** group_size
