@@ -4,10 +4,11 @@
 chapter    idea                                             where
 =========  ===============================================  ===========================
 eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
-eq. (2)    one scalar reward per completion                 ``bandit.BanditGRPO.sample``
+eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
 eq. (3)    group-relative advantage                         ``advantages.group_advantages``
 Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
-eqs. (4-5) group mean as a value estimate                   ``bandit.BanditGRPO.expected_reward``
+eq. (4)    the value a critic would learn                   ``bandit.state_value``
+eq. (5)    the group mean estimates it                      ``advantages.group_mean``
 eq. (6)    importance ratio                                 ``clipping.importance_ratio``
 eq. (7)    clipped surrogate                                ``clipping.clipped_surrogate``
 eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
@@ -23,6 +24,7 @@ from grpo_core.advantages import (
     centered_rewards,
     dr_grpo_advantages,
     group_advantages,
+    group_mean,
     rloo_advantages,
     zero_std_fraction,
     zero_std_mask,
@@ -36,8 +38,10 @@ from grpo_core.bandit import (
     grpo_step,
     log_softmax,
     objective_gradient,
+    reward_of,
     sample_group,
     softmax,
+    state_value,
 )
 from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
 from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
@@ -58,6 +62,7 @@ __all__ = [
     "dr_grpo_advantages",
     "entropy",
     "group_advantages",
+    "group_mean",
     "grpo_objective",
     "grpo_step",
     "importance_ratio",
@@ -66,9 +71,11 @@ __all__ = [
     "kl_k3",
     "log_softmax",
     "objective_gradient",
+    "reward_of",
     "rloo_advantages",
     "sample_group",
     "softmax",
+    "state_value",
     "zero_std_fraction",
     "zero_std_mask",
 ]

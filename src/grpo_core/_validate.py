@@ -34,7 +34,11 @@ def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
 
 
 def same_shape(**arrays) -> None:
-    """Raise if the named arrays do not all have the same shape."""
+    """Raise if the named arrays mix NumPy and torch, or differ in shape."""
+    kinds = {name: "torch.Tensor" if is_torch(a) else "numpy array" for name, a in arrays.items()}
+    if len(set(kinds.values())) > 1:
+        listed = ", ".join(f"{name} is a {kind}" for name, kind in kinds.items())
+        raise TypeError(f"arguments must all be NumPy arrays or all torch tensors: {listed}")
     shapes = {name: tuple(a.shape) for name, a in arrays.items()}
     if len(set(shapes.values())) > 1:
         listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())

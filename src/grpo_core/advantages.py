@@ -38,6 +38,15 @@ def zero_std_fraction(rewards) -> float:
     return float(np.mean(zero_std_mask(rewards)))
 
 
+def group_mean(rewards) -> np.ndarray:
+    r"""Eq. (5): :math:`\frac1G\sum_i R_i`, the Monte Carlo estimate of :math:`V^{\pi_{\theta_\mathrm{old}}}(q)`.
+
+    The zero-parameter "critic" of GRPO (§5): one value per group, shape ``()``
+    for one group or ``(prompts,)`` for a batch.
+    """
+    return _rewards(rewards).mean(axis=-1)
+
+
 def centered_rewards(rewards) -> np.ndarray:
     """``R_i - mean(R)`` per group, exactly 0 in a zero-variance group.
 
@@ -45,7 +54,7 @@ def centered_rewards(rewards) -> np.ndarray:
     bit; Property 4.1 says the difference is exactly zero, so it is set to zero.
     """
     rewards = _rewards(rewards)
-    centered = rewards - rewards.mean(axis=-1, keepdims=True)
+    centered = rewards - group_mean(rewards)[..., None]
     centered[zero_std_mask(rewards)] = 0.0
     return centered
 
@@ -83,7 +92,7 @@ def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "gr
     if scale == "group":
         std = rewards.std(axis=-1, ddof=ddof, keepdims=True)
     else:
-        std = np.full(rewards.shape[:-1] + (1,), rewards.std(ddof=ddof))
+        std = np.full((*rewards.shape[:-1], 1), rewards.std(ddof=ddof))
     denominator = np.broadcast_to(std + eps, centered.shape)
     return np.divide(centered, denominator, out=np.zeros_like(centered), where=denominator > 0)
 

@@ -79,10 +79,30 @@ def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray
     return _generator(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
 
 
+def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
+    """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
+    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    return table[_actions(actions, table.size)]
+
+
+def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
+    r"""Eq. (4): :math:`V^\pi(q) = \mathbb E_{o\sim\pi}[r(q, o)] = \sum_a \pi(a)\,r(a)`, exactly.
+
+    What a critic would have to learn; the group mean (eq. 5) estimates it.
+    """
+    probs = np.asarray(probabilities(probs, "probs"), dtype=float)
+    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    if table.shape != probs.shape[-1:]:
+        raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
+    return probs @ table
+
+
 def _actions(actions, num_actions: int) -> np.ndarray:
     actions = np.asarray(actions)
     if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
-        raise TypeError(f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}")
+        raise TypeError(
+            f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
+        )
     if actions.min() < 0 or actions.max() >= num_actions:
         raise ValueError(f"actions must lie in [0, {num_actions}), got {actions.min()}..{actions.max()}")
     return actions
@@ -247,7 +267,8 @@ class BanditGRPO:
         if self.init_logits.shape != self.reward_table.shape:
             raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
         self.config = config
-        self.reset(seed)
+        self.seed = positive_int(seed, "seed", minimum=0)
+        self.reset()
 
     def reset(self, seed: int | None = None) -> None:
         """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
@@ -283,8 +304,8 @@ class BanditGRPO:
 
     @property
     def expected_reward(self) -> float:
-        """V^π(q) = Σ_a π(a) r(a), eq. (4), computed exactly."""
-        return float(self.probs @ self.reward_table)
+        """V^π(q) of the current policy, eq. (4), computed exactly."""
+        return float(state_value(self.probs, self.reward_table))
 
     def set_policy(self, probs) -> None:
         """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
@@ -297,14 +318,14 @@ class BanditGRPO:
     def sample(self) -> tuple[np.ndarray, np.ndarray]:
         """Draw a group of ``config.group_size`` actions from π_θ; return (actions, rewards)."""
         self.pending = sample_group(self.probs, self.config.group_size, self.rng)
-        return self.pending, self.reward_table[self.pending]
+        return self.pending, reward_of(self.pending, self.reward_table)
 
     def step(self) -> StepResult:
         """A GRPO step on the pending group (sampled first if there is none)."""
         if self.pending is None:
             self.sample()
         actions, self.pending = self.pending, None
-        result = grpo_step(self.logits, self.ref_logits, actions, self.reward_table[actions], self.config)
+        result = grpo_step(self.logits, self.ref_logits, actions, reward_of(actions, self.reward_table), self.config)
         self.logits = result.logits
         self.history.append(result)
         return result

@@ -17,9 +17,10 @@ def _clip_range(eps_low, eps_high) -> tuple[float, float]:
 
 
 def importance_ratio(logp, old_logp):
-    r"""Eq. (6): :math:`r = \pi_\theta(o)/\pi_{\theta_\mathrm{old}}(o) = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`.
+    r"""Eq. (6): the importance ratio :math:`r = \pi_\theta(o)/\pi_{\theta_\mathrm{old}}(o)`.
 
-    Computed from log-probabilities, which is how trainers hold them.
+    Computed from log-probabilities, which is how trainers hold them:
+    :math:`r = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`.
     """
     logp = finite_array(logp, "logp")
     old_logp = finite_array(old_logp, "old_logp")
@@ -28,7 +29,10 @@ def importance_ratio(logp, old_logp):
 
 
 def clipped_surrogate(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None):
-    r"""The term inside eq. (7): :math:`\min(r\hat A,\ \mathrm{clip}(r, 1-\varepsilon_\mathrm{low}, 1+\varepsilon_\mathrm{high})\hat A)`.
+    r"""Eq. (7), the clipped term: :math:`\min(r\hat A,\ \mathrm{clip}(r, 1-\varepsilon, 1+\varepsilon)\hat A)`.
+
+    With an asymmetric band the clip is to
+    :math:`[1-\varepsilon_\mathrm{low},\ 1+\varepsilon_\mathrm{high}]`.
 
     ``eps_high`` defaults to ``eps_low`` (the chapter's symmetric ``1 ± ε``);
     a larger ``eps_high`` is DAPO's "clip-higher". Where the clipped branch is

@@ -28,7 +28,9 @@ def grpo_objective(
     eps_high: float | None = None,
     beta: float = 0.04,
 ):
-    r"""Eq. (9): :math:`\mathcal J_\mathrm{GRPO} = \mathcal J_\mathrm{clip} - \beta\,\frac1G\sum_i \widehat{D}_\mathrm{KL}(o_i)`.
+    r"""Eq. (9): :math:`\mathcal J_\mathrm{GRPO} = \mathcal J_\mathrm{clip} - \beta\,\mathbb E[\hat D_\mathrm{KL}]`.
+
+    Here :math:`\mathbb E[\widehat{D}_\mathrm{KL}] = \frac1G\sum_i k_3(o_i)`.
 
     ``logp``, ``old_logp``, ``ref_logp`` are the log-probabilities of the
     sampled actions under π_θ, π_θ_old and π_ref; ``advantages`` are the Â_i of

@@ -16,9 +16,17 @@ from grpo_core._validate import finite_array
 from grpo_core.bandit import _actions, softmax
 
 
+def _policy(logits) -> np.ndarray:
+    """π_θ = softmax(θ) of one policy: ``logits`` must have shape (K,)."""
+    return softmax(finite_array(logits, "logits", ndim=(1,)))
+
+
 def score(logits) -> np.ndarray:
-    r""":math:`\nabla_\theta\log\pi_\theta(a) = e_a - \pi_\theta` for every action ``a``: row ``a`` of a (K, K) matrix."""
-    probs = softmax(logits)
+    r"""The score :math:`\nabla_\theta\log\pi_\theta(a) = e_a - \pi_\theta` of every action ``a``.
+
+    Row ``a`` of the returned (K, K) matrix; each row sums to 0.
+    """
+    probs = _policy(logits)
     return np.eye(probs.size) - probs
 
 
@@ -30,7 +38,7 @@ def reinforce_gradient(logits, actions, advantages) -> np.ndarray:
     for RLOO (§8). There is no ratio and no clip: this is the on-policy
     gradient at θ = θ_old.
     """
-    probs = softmax(logits)
+    probs = _policy(logits)
     actions = _actions(actions, probs.size)
     advantages = np.asarray(finite_array(advantages, "advantages", ndim=(1,)), dtype=float)
     if advantages.shape != actions.shape:
@@ -44,7 +52,7 @@ def expected_policy_gradient(logits, rewards, baseline: float = 0.0) -> np.ndarr
     Equal for every constant ``baseline`` (the baseline lemma): only the
     variance of the sampled estimate depends on ``b``.
     """
-    probs = softmax(logits)
+    probs = _policy(logits)
     rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
     if rewards.shape != probs.shape:
         raise ValueError(f"rewards must have one entry per action {probs.shape}, got {rewards.shape}")

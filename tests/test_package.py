@@ -1,0 +1,41 @@
+"""The package as a whole: light import, and one function per chapter equation."""
+
+import inspect
+import re
+import subprocess
+import sys
+
+import grpo_core
+from grpo_core import token_loss
+
+
+def test_import_does_not_load_torch_or_widgets():
+    code = "import sys, grpo_core; print('torch' in sys.modules, 'ipywidgets' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def documented_equations() -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    functions = [getattr(grpo_core, name) for name in grpo_core.__all__] + [token_loss.grpo_token_loss]
+    for func in functions:
+        first_line = (inspect.getdoc(func) or "").splitlines()[0] if inspect.getdoc(func) else ""
+        for match in re.finditer(r"[Ee]qs?\. \((\d)\)(?:[–-]\((\d)\))?", first_line):
+            found.setdefault(int(match.group(1)), []).append(func.__name__)
+    return found
+
+
+def test_each_equation_has_a_function_naming_it():
+    found = documented_equations()
+    assert sorted(found) == list(range(1, 10)), found
+
+
+def test_equation_map_in_package_docstring_names_real_functions():
+    names = re.findall(r"``([a-z_]+\.[A-Za-z_.]+)``", grpo_core.__doc__)
+    assert len(names) >= 12
+    for dotted in (name for name in names if not name.startswith("grpo_core")):
+        module, *attrs = dotted.split(".")
+        obj = __import__(f"grpo_core.{module}", fromlist=["_"])
+        for attr in attrs:
+            obj = getattr(obj, attr)
+        assert obj is not None, dotted
