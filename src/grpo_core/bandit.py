@@ -35,7 +35,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int, probabilities
+from grpo_core._validate import (
+    choice,
+    finite_array,
+    nonnegative,
+    positive,
+    positive_int,
+    probabilities,
+    same_shape,
+)
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
 from grpo_core.clipping import clip_masks
 from grpo_core.kl import categorical_kl, entropy
@@ -114,14 +122,19 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     ``old_logp`` and ``ref_logp`` are log π_θ_old(a_i) and log π_ref(a_i) of the
     sampled actions; returns the gradient with the shape of ``logits`` (K,).
     """
-    log_probs = log_softmax(logits)
+    log_probs = log_softmax(finite_array(logits, "logits", ndim=(1,)))
     probs = np.exp(log_probs)
     actions = _actions(actions, probs.size)
+    old_logp, ref_logp, advantages = (
+        np.asarray(finite_array(value, name, ndim=(1,)), dtype=float)
+        for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
+    )
+    same_shape(actions=actions, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
     logp = log_probs[actions]
     beta = nonnegative(beta, "beta")
-    ratio = np.exp(logp - finite_array(old_logp, "old_logp"))
+    ratio = np.exp(logp - old_logp)
     low, high = clip_masks(ratio, advantages, eps_low, eps_high)
-    ref_ratio = np.exp(finite_array(ref_logp, "ref_logp") - logp)
+    ref_ratio = np.exp(ref_logp - logp)
     coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
     return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
 
