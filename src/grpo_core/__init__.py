@@ -5,8 +5,10 @@ chapter    idea                                             where
 =========  ===============================================  ===========================
 eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
 eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
+eq. (2)    a rule-based verifier (RLVR)                     ``verifier.exact_match_reward``
 eq. (3)    group-relative advantage                         ``advantages.group_advantages``
 Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
+Prop. 4.1  chance a group carries no signal                 ``advantages.zero_signal_probability``
 eq. (4)    the value a critic would learn                   ``bandit.state_value``
 eq. (5)    the group mean estimates it                      ``advantages.group_mean``
 eq. (6)    importance ratio                                 ``clipping.importance_ratio``
@@ -26,6 +28,7 @@ from grpo_core.advantages import (
     group_advantages,
     group_mean,
     rloo_advantages,
+    zero_signal_probability,
     zero_std_fraction,
     zero_std_mask,
 )
@@ -46,6 +49,7 @@ from grpo_core.bandit import (
 from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
 from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
 from grpo_core.objective import clip_objective, grpo_objective
+from grpo_core.verifier import exact_match_reward
 
 __all__ = [
     "ACTION_NAMES",
@@ -61,6 +65,7 @@ __all__ = [
     "clipped_surrogate",
     "dr_grpo_advantages",
     "entropy",
+    "exact_match_reward",
     "group_advantages",
     "group_mean",
     "grpo_objective",
@@ -76,6 +81,7 @@ __all__ = [
     "sample_group",
     "softmax",
     "state_value",
+    "zero_signal_probability",
     "zero_std_fraction",
     "zero_std_mask",
 ]

@@ -1,0 +1,153 @@
+r"""A rule-based verifier with binary rewards: the RLVR case of chapter §3, eq. (2).
+
+In RL with verifiable rewards the scorer :math:`r(q, o)` of eq. (2) is not a
+learned reward model but a checker: pull the final answer out of completion
+``o`` and compare it with the reference answer of prompt ``q``,
+
+.. math:: R_i = r(q, o_i) = \mathbb 1[\,\mathrm{answer}(o_i) \equiv \mathrm{reference}(q)\,] \in \{0, 1\}.
+
+The rules here are deliberately small and explicit (a teaching verifier, not
+a full math grader such as ``math_verify``):
+
+* **Extraction** (:func:`extract_final_answer`): the content of the last
+  ``\boxed{...}``; else the text after the last ``####`` (GSM8K style); else the
+  first token after the last "answer is" / "answer:"; else no answer.
+* **Normalization** (:func:`normalize_answer`): surrounding whitespace, ``$``
+  signs and a trailing ``.`` are dropped, inner whitespace is collapsed, case is
+  folded. An answer that reads as a number (``42``, ``-3.50``, ``1,000``,
+  ``3/4``, ``\frac{3}{4}``) is compared as an exact rational, so
+  ``42`` ≡ ``42.0`` ≡ ``\frac{84}{2}`` and ``0.75`` ≡ ``3/4``. Scientific
+  notation and words ("forty-two") are compared as plain strings.
+* A completion with no extractable answer scores 0, as does any mismatch.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from fractions import Fraction
+
+import numpy as np
+
+BOXED = "\\boxed{"
+GSM8K_MARKER = "####"
+ANSWER_PHRASE = re.compile(r"answer\s*(?:is\s*:?|:)\s*", re.IGNORECASE)
+LATEX_FRACTION = re.compile(r"^([+-]?)\\[dt]?frac\{([0-9]+)\}\{([0-9]+)\}$")
+THOUSANDS = re.compile(r"^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?$")
+NUMBER = re.compile(r"^[+-]?(?:[0-9]+/[0-9]+|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
+TRAILING_PUNCTUATION = ".,;:!"
+
+
+def _text(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _last_boxed(text: str) -> str | None:
+    """Content of the last ``\\boxed{...}``, braces balanced; None if unclosed."""
+    start = text.rfind(BOXED) + len(BOXED)
+    depth = 1
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[start:end]
+    return None
+
+
+def extract_final_answer(text: str) -> str | None:
+    r"""The final answer written in a completion, or ``None`` if there is none.
+
+    Tried in order: the last ``\boxed{...}`` (nested braces allowed), the rest
+    of the line after the last ``####``, then the first whitespace-delimited
+    token after the last "answer is" / "answer:" (case-insensitive), with
+    trailing punctuation and ``$`` removed. Answers longer than one token need
+    ``\boxed{}``.
+
+    >>> extract_final_answer("so the answer is 42.")
+    '42'
+    >>> extract_final_answer(r"Hence $\boxed{\frac{1}{2}}$")
+    '\\frac{1}{2}'
+    """
+    text = _text(text, "text")
+    if BOXED in text:
+        return _last_boxed(text)
+    if GSM8K_MARKER in text:
+        answer = text.rsplit(GSM8K_MARKER, 1)[1].strip().split("\n", 1)[0].strip()
+        return answer or None
+    matches = list(ANSWER_PHRASE.finditer(text))
+    if not matches:
+        return None
+    tokens = text[matches[-1].end() :].replace("$", " ").split()
+    answer = tokens[0].strip("*").rstrip(TRAILING_PUNCTUATION) if tokens else ""
+    return answer or None
+
+
+def _as_number(answer: str) -> Fraction | None:
+    """An exact rational if ``answer`` (already normalized) reads as a number."""
+    fraction = LATEX_FRACTION.match(answer)
+    if fraction:
+        answer = f"{fraction[1]}{fraction[2]}/{fraction[3]}"
+    elif THOUSANDS.match(answer):
+        answer = answer.replace(",", "")
+    if not NUMBER.match(answer):
+        return None
+    try:
+        return Fraction(answer)
+    except ZeroDivisionError:
+        return None
+
+
+def normalize_answer(answer: str) -> str:
+    """Canonical form of an answer: outer whitespace, ``$`` and final ``.`` removed, spaces collapsed, case folded.
+
+    Numbers are written back in a canonical form (``"42.0"`` → ``"42"``,
+    ``"0.750"`` and ``"3/4"`` → ``"3/4"``), so that two answers match exactly
+    when their normalized strings are equal.
+    """
+    answer, previous = _text(answer, "answer"), None
+    while answer != previous:
+        previous, answer = answer, answer.strip().strip("$").rstrip(".")
+    answer = " ".join(answer.split()).casefold()
+    number = _as_number(answer)
+    return answer if number is None else str(number)
+
+
+def _reference(reference) -> str:
+    if isinstance(reference, bool) or not isinstance(reference, (str, numbers.Real)):
+        raise TypeError(f"reference must be a string or a real number, got {type(reference).__name__}")
+    if isinstance(reference, numbers.Real):
+        if not math.isfinite(reference):
+            raise ValueError(f"reference must be finite, got {reference}")
+        return str(Fraction(str(reference)))
+    normalized = normalize_answer(reference)
+    if not normalized:
+        raise ValueError("reference must not be empty")
+    return normalized
+
+
+def exact_match_reward(completions, reference) -> np.ndarray:
+    """Eq. (2) with a rule-based verifier: 1.0 where a completion's final answer matches ``reference``, else 0.0.
+
+    Parameters
+    ----------
+    completions : list or tuple of str
+        The group ``o_1, …, o_G`` of sampled completions for one prompt (eq. 1).
+    reference : str or real number
+        The prompt's ground-truth final answer (not extracted, only normalized).
+
+    Returns
+    -------
+    rewards : float array of shape ``(G,)`` with entries in {0.0, 1.0}, ready
+        for :func:`grpo_core.advantages.group_advantages`.
+    """
+    if not isinstance(completions, (list, tuple)):
+        raise TypeError(f"completions must be a list or tuple of strings, got {type(completions).__name__}")
+    if not completions:
+        raise ValueError("completions must hold at least one completion")
+    for i, completion in enumerate(completions):
+        _text(completion, f"completions[{i}]")
+    target = _reference(reference)
+    answers = [extract_final_answer(completion) for completion in completions]
+    return np.array([float(answer is not None and normalize_answer(answer) == target) for answer in answers])
