@@ -16,6 +16,9 @@ eq. (7)    clipped surrogate                                ``clipping.clipped_s
 eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
 eq. (9)    the GRPO objective                               ``objective.grpo_objective``
 §7, §11    the algorithm on the bandit                      ``bandit.grpo_step``
+§8         RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``rloo.BanditRLOO``, ``ppo.BanditPPO``, ``dpo.BanditDPO``
+§8         comparable runs over seeds                       ``runs.run_seeds``
+§9         zero-variance groups, std floor, noisy rewards   ``failure_modes.PromptSetGRPO``
 §10        token-level loss (torch)                         ``token_loss.grpo_token_loss``
 =========  ===============================================  ===========================
 
@@ -36,6 +39,7 @@ from grpo_core.bandit import (
     ACTION_NAMES,
     CHAPTER_REWARDS,
     BanditGRPO,
+    BanditTrainer,
     GRPOConfig,
     StepResult,
     grpo_step,
@@ -47,15 +51,29 @@ from grpo_core.bandit import (
     state_value,
 )
 from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
+from grpo_core.dpo import BanditDPO, DPOConfig, dpo_gradient, dpo_loss, preference_pairs
+from grpo_core.failure_modes import PromptSetGRPO, noisy_reward_model, std_floor_advantages, verifier_rewards
 from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
 from grpo_core.objective import clip_objective, grpo_objective
+from grpo_core.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
+from grpo_core.rloo import BanditRLOO, RLOOConfig, rloo_gradient
+from grpo_core.runs import RunHistory, run_seeds, track
 from grpo_core.verifier import exact_match_reward
 
 __all__ = [
     "ACTION_NAMES",
     "CHAPTER_REWARDS",
+    "BanditDPO",
     "BanditGRPO",
+    "BanditPPO",
+    "BanditRLOO",
+    "BanditTrainer",
+    "DPOConfig",
     "GRPOConfig",
+    "PPOConfig",
+    "PromptSetGRPO",
+    "RLOOConfig",
+    "RunHistory",
     "StepResult",
     "categorical_kl",
     "centered_rewards",
@@ -63,9 +81,12 @@ __all__ = [
     "clip_masks",
     "clip_objective",
     "clipped_surrogate",
+    "dpo_gradient",
+    "dpo_loss",
     "dr_grpo_advantages",
     "entropy",
     "exact_match_reward",
+    "fit_value",
     "group_advantages",
     "group_mean",
     "grpo_objective",
@@ -74,13 +95,22 @@ __all__ = [
     "kl_k1",
     "kl_k2",
     "kl_k3",
+    "kl_penalized_rewards",
     "log_softmax",
+    "noisy_reward_model",
     "objective_gradient",
+    "ppo_advantages",
+    "preference_pairs",
     "reward_of",
     "rloo_advantages",
+    "rloo_gradient",
+    "run_seeds",
     "sample_group",
     "softmax",
     "state_value",
+    "std_floor_advantages",
+    "track",
+    "verifier_rewards",
     "zero_signal_probability",
     "zero_std_fraction",
     "zero_std_mask",

@@ -31,6 +31,7 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -260,15 +261,17 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     )
 
 
-class BanditGRPO:
-    """A GRPO run on the bandit: the engine under the lab and the notebooks.
+class BanditTrainer(ABC):
+    """A run of one method on the one-prompt bandit: the state every method shares.
 
-    Holds the policy logits θ, the frozen reference π_ref (captured at
-    :meth:`reset`), a seeded ``numpy.random.Generator``, the pending group and
-    the history of steps. It never imports a widget.
+    Holds the reward table, the policy logits θ, the frozen reference π_ref
+    (captured at :meth:`reset`), a seeded ``numpy.random.Generator``, the
+    number of completions drawn and the history of updates. GRPO
+    (:class:`BanditGRPO`) and the §8 neighbours (RLOO, PPO, DPO) define
+    :meth:`step`. It never imports a widget.
     """
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: GRPOConfig = GRPOConfig(), seed: int = 0, init_logits=None):
+    def __init__(self, rewards=CHAPTER_REWARDS, seed: int = 0, init_logits=None):
         self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
         if self.reward_table.size < 2:
             raise ValueError("rewards must list at least 2 actions")
@@ -279,19 +282,68 @@ class BanditGRPO:
         )
         if self.init_logits.shape != self.reward_table.shape:
             raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
-        self.config = config
         self.seed = positive_int(seed, "seed", minimum=0)
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
+        """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared."""
         if seed is not None:
             self.seed = positive_int(seed, "seed", minimum=0)
         self.logits = self.init_logits.copy()
         self.ref_logits = self.logits.copy()
         self.rng = np.random.default_rng(self.seed)
+        self.samples_drawn = 0
+        self.history: list = []
+
+    @property
+    def probs(self) -> np.ndarray:
+        return softmax(self.logits)
+
+    @property
+    def ref_probs(self) -> np.ndarray:
+        return softmax(self.ref_logits)
+
+    @property
+    def expected_reward(self) -> float:
+        """V^π(q) of the current policy, eq. (4), computed exactly."""
+        return float(state_value(self.probs, self.reward_table))
+
+    def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """Eqs. (1)-(2): draw ``num_samples`` actions from π_θ, count them, return (actions, rewards)."""
+        actions = sample_group(self.probs, num_samples, self.rng)
+        self.samples_drawn += actions.size
+        return actions, reward_of(actions, self.reward_table)
+
+    def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
+        """log π_θ(a_i) and log π_ref(a_i) of the given actions."""
+        actions = _actions(actions, self.logits.size)
+        return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]
+
+    @abstractmethod
+    def step(self):
+        """One update of the method."""
+
+    def run(self, steps: int) -> list:
+        """Take ``steps`` updates."""
+        return [self.step() for _ in range(positive_int(steps, "steps"))]
+
+
+class BanditGRPO(BanditTrainer):
+    """A GRPO run on the bandit: the engine under the lab and the notebooks.
+
+    On top of :class:`BanditTrainer`: the knobs (:class:`GRPOConfig`), the
+    pending group (sampled but not yet used for a step) and a way to put π
+    anywhere (:meth:`set_policy`, e.g. near-greedy for Property 4.1).
+    """
+
+    def __init__(self, rewards=CHAPTER_REWARDS, config: GRPOConfig = GRPOConfig(), seed: int = 0, init_logits=None):
+        self.config = config
+        super().__init__(rewards, seed, init_logits)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
+        super().reset(seed)
         self.pending: np.ndarray | None = None
-        self.history: list[StepResult] = []
 
     @property
     def config(self) -> GRPOConfig:
@@ -307,19 +359,6 @@ class BanditGRPO:
         """Change some knobs, e.g. ``run.configure(beta=0.1, group_size=4)``."""
         self.config = replace(self.config, **changes)
 
-    @property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
-
-    @property
-    def ref_probs(self) -> np.ndarray:
-        return softmax(self.ref_logits)
-
-    @property
-    def expected_reward(self) -> float:
-        """V^π(q) of the current policy, eq. (4), computed exactly."""
-        return float(state_value(self.probs, self.reward_table))
-
     def set_policy(self, probs) -> None:
         """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
         probs = np.asarray(probabilities(probs, "probs"), dtype=float)
@@ -330,8 +369,8 @@ class BanditGRPO:
 
     def sample(self) -> tuple[np.ndarray, np.ndarray]:
         """Draw a group of ``config.group_size`` actions from π_θ; return (actions, rewards)."""
-        self.pending = sample_group(self.probs, self.config.group_size, self.rng)
-        return self.pending, reward_of(self.pending, self.reward_table)
+        self.pending, rewards = self.draw(self.config.group_size)
+        return self.pending, rewards
 
     def step(self) -> StepResult:
         """A GRPO step on the pending group (sampled first if there is none)."""
@@ -342,7 +381,3 @@ class BanditGRPO:
         self.logits = result.logits
         self.history.append(result)
         return result
-
-    def run(self, steps: int) -> list[StepResult]:
-        """Take ``steps`` GRPO steps, each on a fresh group."""
-        return [self.step() for _ in range(positive_int(steps, "steps"))]

@@ -1,0 +1,201 @@
+r"""DPO on the one-prompt bandit (chapter §8): offline preference pairs, no rollouts, no reward model.
+
+Direct Preference Optimization (Rafailov et al., 2023) starts from the
+KL-regularised RL problem :math:`\max_\pi \mathbb E_\pi[r] - \beta_\mathrm{RL}\,\mathrm{KL}(\pi\|\pi_\mathrm{ref})`,
+whose optimum is :math:`\pi^*(a) \propto \pi_\mathrm{ref}(a)\,e^{r(a)/\beta_\mathrm{RL}}`
+(:func:`kl_regularized_optimum`). Solving for the reward,
+:math:`r(a) = \beta\log\frac{\pi(a)}{\pi_\mathrm{ref}(a)} + \text{const}`, and
+plugging it into the Bradley–Terry model of preferences,
+:math:`P(a \succ b) = \sigma(r(a) - r(b))`, turns RL into a logistic
+regression on pairs (chosen :math:`y_w`, rejected :math:`y_l`):
+
+.. math:: \mathcal L_\mathrm{DPO} = -\log\sigma\Big(\beta\big[(\log\pi_\theta(y_w) - \log\pi_\mathrm{ref}(y_w))
+          - (\log\pi_\theta(y_l) - \log\pi_\mathrm{ref}(y_l))\big]\Big).
+
+The gradient, by hand
+---------------------
+Call the bracket times β the margin :math:`h`. For :math:`\pi_\theta = \mathrm{softmax}(\theta)`,
+:math:`\nabla_\theta[\log\pi_\theta(y_w) - \log\pi_\theta(y_l)] = (e_{y_w} - \pi_\theta) - (e_{y_l} - \pi_\theta)
+= e_{y_w} - e_{y_l}` (the π terms cancel: the log-ratio is just :math:`\theta_{y_w} - \theta_{y_l}`, so
+the loss is a logistic regression in θ, convex), and :math:`\frac{d}{dh}[-\log\sigma(h)] = -\sigma(-h)`, so
+
+.. math:: \nabla_\theta\mathcal L_\mathrm{DPO} = -\beta\,\sigma(-h)\,(e_{y_w} - e_{y_l}):
+
+each pair moves probability from the rejected to the chosen arm, weighted by
+how wrong the current implicit reward still ranks them. ``tests/test_dpo.py``
+checks this against torch autograd.
+
+If the pairs are labelled by a Bradley–Terry model with temperature τ,
+:math:`P(a\succ b) = \sigma((r_a - r_b)/\tau)`, the population optimum of the
+loss is :math:`\pi \propto \pi_\mathrm{ref}\,e^{r/(\beta\tau)}`: DPO with β on
+such labels targets the same policy as KL-regularised RL with
+:math:`\beta_\mathrm{RL} = \beta\tau`. With deterministic labels (τ → 0) the
+margins can grow without bound and the logits diverge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_core._validate import finite_array, nonnegative, positive, positive_int, probabilities
+from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, _generator, log_softmax
+
+
+def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.ndarray:
+    r"""Bradley–Terry: :math:`P(a \succ b) = \sigma((r_a - r_b)/\tau)`.
+
+    ``temperature = 0`` is the deterministic limit: 1 if :math:`r_a > r_b`, 0 if
+    :math:`r_a < r_b`, 1/2 on a tie.
+    """
+    diff = np.asarray(finite_array(reward_a, "reward_a"), dtype=float) - np.asarray(
+        finite_array(reward_b, "reward_b"), dtype=float
+    )
+    temperature = nonnegative(temperature, "temperature")
+    if temperature == 0:
+        return 0.5 * (1.0 + np.sign(diff))
+    return np.exp(-np.logaddexp(0.0, -diff / temperature))
+
+
+def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generator, temperature: float = 0.0):
+    """An offline preference dataset: ``num_pairs`` rows ``[chosen, rejected]``.
+
+    Each pair is two *different* completions drawn from π_ref without
+    replacement (the SFT model's samples, as in DPO), labelled by
+    :func:`preference_probability` of their rewards: the reward table is
+    consulted here, once, and never during training.
+    """
+    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    ref_probs = np.asarray(probabilities(ref_probs, "ref_probs"), dtype=float)
+    if ref_probs.shape != rewards.shape or rewards.size < 2:
+        raise ValueError(f"ref_probs must have the shape of rewards (>= 2 actions), got {ref_probs.shape}")
+    num_pairs = positive_int(num_pairs, "num_pairs")
+    rng = _generator(rng)
+    # Gumbel-top-2 = drawing two actions from π_ref one after the other, without replacement
+    keys = np.log(ref_probs) + rng.gumbel(size=(num_pairs, rewards.size))
+    first, second = np.argsort(-keys, axis=1)[:, :2].T
+    first_wins = rng.random(num_pairs) < preference_probability(rewards[first], rewards[second], temperature)
+    return np.where(first_wins[:, None], np.stack([first, second], 1), np.stack([second, first], 1))
+
+
+def _pairs(pairs, num_actions: int) -> np.ndarray:
+    pairs = np.asarray(pairs)
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0 or not np.issubdtype(pairs.dtype, np.integer):
+        raise TypeError(f"pairs must be a non-empty (N, 2) integer array [chosen, rejected], got {pairs.shape}")
+    if pairs.min() < 0 or pairs.max() >= num_actions:
+        raise ValueError(f"pairs must hold actions in [0, {num_actions}), got {pairs.min()}..{pairs.max()}")
+    if (pairs[:, 0] == pairs[:, 1]).any():
+        raise ValueError("pairs: chosen and rejected must differ in every row")
+    return pairs
+
+
+def dpo_margins(logits, ref_logits, pairs, beta: float) -> np.ndarray:
+    r"""The margin per pair,
+    :math:`h = \beta[(\log\pi(y_w) - \log\pi_\mathrm{ref}(y_w)) - (\log\pi(y_l) - \log\pi_\mathrm{ref}(y_l))]`."""
+    log_ratio = log_softmax(finite_array(logits, "logits", ndim=(1,))) - log_softmax(
+        finite_array(ref_logits, "ref_logits", ndim=(1,))
+    )
+    pairs = _pairs(pairs, log_ratio.size)
+    return positive(beta, "beta") * (log_ratio[pairs[:, 0]] - log_ratio[pairs[:, 1]])
+
+
+def dpo_loss(logits, ref_logits, pairs, beta: float) -> float:
+    r"""The DPO loss :math:`\mathrm{mean}_n\,[-\log\sigma(h_n)]` (see the module docstring), computed stably."""
+    return float(np.logaddexp(0.0, -dpo_margins(logits, ref_logits, pairs, beta)).mean())
+
+
+def dpo_gradient(logits, ref_logits, pairs, beta: float) -> np.ndarray:
+    r""":math:`\nabla_\theta` of :func:`dpo_loss`, by hand (module docstring).
+
+    :math:`\mathrm{mean}_n[-\beta\,\sigma(-h_n)(e_{y_w} - e_{y_l})]`.
+    """
+    margins = dpo_margins(logits, ref_logits, pairs, beta)
+    chosen, rejected = np.asarray(pairs).T
+    weight = beta * np.exp(-np.logaddexp(0.0, margins))  # β σ(-h), without overflow
+    size = np.size(logits)
+    return (np.bincount(rejected, weight, minlength=size) - np.bincount(chosen, weight, minlength=size)) / margins.size
+
+
+def implicit_rewards(logits, ref_logits, beta: float) -> np.ndarray:
+    r"""DPO's implicit reward :math:`\hat r(a) = \beta\log(\pi_\theta(a)/\pi_\mathrm{ref}(a))` of every action."""
+    logits = finite_array(logits, "logits", ndim=(1,))
+    ref_logits = finite_array(ref_logits, "ref_logits", ndim=(1,))
+    return positive(beta, "beta") * (log_softmax(logits) - log_softmax(ref_logits))
+
+
+def kl_regularized_optimum(ref_probs, rewards, beta: float) -> np.ndarray:
+    r""":math:`\pi^*(a) = \pi_\mathrm{ref}(a)\,e^{r(a)/\beta} / Z`.
+
+    The maximiser of :math:`\mathbb E_\pi[r] - \beta\,\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (Rafailov et al., eq. 4).
+    """
+    ref_probs = np.asarray(probabilities(ref_probs, "ref_probs"), dtype=float)
+    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    if rewards.shape != ref_probs.shape:
+        raise ValueError(f"rewards must have the shape of ref_probs {ref_probs.shape}, got {rewards.shape}")
+    logits = np.log(ref_probs) + rewards / positive(beta, "beta")
+    return np.exp(log_softmax(logits))
+
+
+@dataclass(frozen=True)
+class DPOConfig:
+    """The knobs of bandit DPO: dataset size ``num_pairs`` and label ``temperature`` τ,
+    the DPO ``beta``, ``lr``, and ``batch_size`` pairs per step (``None``: the whole dataset)."""
+
+    num_pairs: int = 64
+    temperature: float = 0.1
+    beta: float = 0.4
+    lr: float = 1.0
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        positive_int(self.num_pairs, "num_pairs")
+        nonnegative(self.temperature, "temperature")
+        positive(self.beta, "beta")
+        positive(self.lr, "lr")
+        if self.batch_size is not None:
+            positive_int(self.batch_size, "batch_size")
+
+
+@dataclass(frozen=True)
+class DPOStep:
+    """One DPO update: the indices of the pairs used and their loss before the step."""
+
+    batch: np.ndarray
+    loss: float
+
+
+class BanditDPO(BanditTrainer):
+    """DPO on the bandit.
+
+    :meth:`reset` draws the offline dataset from π_ref (that is all the sampling
+    DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`step` is a gradient
+    step on a batch of pairs.
+    """
+
+    def __init__(self, rewards=CHAPTER_REWARDS, config: DPOConfig = DPOConfig(), seed: int = 0, init_logits=None):
+        if not isinstance(config, DPOConfig):
+            raise TypeError(f"config must be a DPOConfig, got {type(config).__name__}")
+        self.config = config
+        super().__init__(rewards, seed, init_logits)
+
+    def reset(self, seed: int | None = None) -> None:
+        """As :meth:`grpo_core.bandit.BanditTrainer.reset`, then draw and label the pair dataset."""
+        super().reset(seed)
+        cfg = self.config
+        self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)
+        self.samples_drawn = 2 * cfg.num_pairs
+
+    def step(self) -> DPOStep:
+        """Gradient descent on :func:`dpo_loss` over the whole dataset, or a seeded batch of ``batch_size`` pairs."""
+        cfg = self.config
+        if cfg.batch_size is None:
+            batch = np.arange(cfg.num_pairs)
+        else:
+            batch = self.rng.integers(0, cfg.num_pairs, size=cfg.batch_size)
+        pairs = self.pairs[batch]
+        loss = dpo_loss(self.logits, self.ref_logits, pairs, cfg.beta)
+        self.logits = self.logits - cfg.lr * dpo_gradient(self.logits, self.ref_logits, pairs, cfg.beta)
+        result = DPOStep(batch, loss)
+        self.history.append(result)
+        return result

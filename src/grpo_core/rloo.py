@@ -1,0 +1,79 @@
+r"""RLOO on the one-prompt bandit (chapter §8): REINFORCE with a leave-one-out baseline.
+
+REINFORCE Leave-One-Out (Kool et al., 2019; Ahmadian et al., 2024, "Back to
+Basics") draws ``G`` samples per prompt and gives sample i the baseline
+:math:`b_i = \frac1{G-1}\sum_{j\ne i} R_j`, the mean of the *other* samples:
+because :math:`b_i` does not depend on :math:`a_i`, the estimate stays unbiased.
+The update is one plain policy-gradient step,
+
+.. math:: \theta \leftarrow \theta + \alpha\,\frac1G\sum_i (R_i - b_i)\,\nabla_\theta\log\pi_\theta(a_i),
+
+with no importance ratio, no clip and no std division (so no inner epochs: a
+second step on the same samples would be off-policy with nothing to correct
+it). As in Ahmadian et al. and RLHF-PPO, the KL to π_ref enters through the
+reward, :math:`R_i - \beta\log(\pi(a_i)/\pi_\mathrm{ref}(a_i))`
+(:func:`grpo_core.ppo.kl_penalized_rewards`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_core._validate import nonnegative, positive, positive_int
+from grpo_core.advantages import rloo_advantages
+from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer
+from grpo_core.policy_gradient import reinforce_gradient
+from grpo_core.ppo import kl_penalized_rewards
+
+
+def rloo_gradient(logits, actions, rewards) -> np.ndarray:
+    r"""The RLOO estimate :math:`\frac1G\sum_i (R_i - b_i)(e_{a_i} - \pi_\theta)`, :math:`b_i` leave-one-out."""
+    return reinforce_gradient(logits, actions, rloo_advantages(rewards))
+
+
+@dataclass(frozen=True)
+class RLOOConfig:
+    """The knobs of a bandit RLOO step: ``group_size`` (the paper's k), ``lr``, ``beta`` (KL-in-reward)."""
+
+    group_size: int = 8
+    lr: float = 1.0
+    beta: float = 0.04
+
+    def __post_init__(self) -> None:
+        positive_int(self.group_size, "group_size", minimum=2)
+        positive(self.lr, "lr")
+        nonnegative(self.beta, "beta")
+
+
+@dataclass(frozen=True)
+class RLOOStep:
+    """One RLOO update: the group, its rewards (after the KL penalty) and the advantages R_i − b_i."""
+
+    actions: np.ndarray
+    rewards: np.ndarray
+    shaped_rewards: np.ndarray
+    advantages: np.ndarray
+
+
+class BanditRLOO(BanditTrainer):
+    """RLOO on the bandit: sample G, shape rewards with the KL, one REINFORCE step with the leave-one-out baseline."""
+
+    def __init__(self, rewards=CHAPTER_REWARDS, config: RLOOConfig = RLOOConfig(), seed: int = 0, init_logits=None):
+        if not isinstance(config, RLOOConfig):
+            raise TypeError(f"config must be a RLOOConfig, got {type(config).__name__}")
+        self.config = config
+        super().__init__(rewards, seed, init_logits)
+
+    def step(self) -> RLOOStep:
+        """Sample a group from π_θ, shape its rewards, take one REINFORCE step with the leave-one-out baseline."""
+        cfg = self.config
+        actions, rewards = self.draw(cfg.group_size)
+        logp, ref_logp = self.sampled_log_probs(actions)
+        shaped = kl_penalized_rewards(rewards, logp, ref_logp, cfg.beta)
+        advantages = rloo_advantages(shaped)
+        self.logits = self.logits + cfg.lr * reinforce_gradient(self.logits, actions, advantages)
+        result = RLOOStep(actions, rewards, shaped, advantages)
+        self.history.append(result)
+        return result

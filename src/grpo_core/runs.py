@@ -1,0 +1,95 @@
+r"""Comparable runs on the one-prompt bandit (chapter §8): one trainer shape, one history shape.
+
+Every method of §8 — GRPO (:class:`grpo_core.bandit.BanditGRPO`), RLOO
+(:class:`grpo_core.rloo.BanditRLOO`), PPO (:class:`grpo_core.ppo.BanditPPO`)
+and DPO (:class:`grpo_core.dpo.BanditDPO`) — starts from the same logits
+(uniform π unless told otherwise) with π_ref ← π_θ captured at reset, takes
+``steps`` updates, and is summarised after each update by exact quantities of
+the *policy*, not of the samples it happened to draw:
+
+* ``expected_reward`` — :math:`V^\pi = \sum_a \pi(a)\,r(a)`, eq. (4);
+* ``p_best`` — the probability of the best arm(s);
+* ``kl`` — the exact :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, the quantity eq. (8) estimates;
+* ``samples`` — completions drawn so far: rollouts from π_θ for the online
+  methods, the offline preference dataset (drawn from π_ref) for DPO.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_core._validate import positive_int
+from grpo_core.bandit import BanditTrainer, state_value
+from grpo_core.kl import categorical_kl
+
+
+@dataclass(frozen=True)
+class RunHistory:
+    """Learning curves of one run (arrays of shape ``(steps + 1,)``) or of many seeds (``(seeds, steps + 1)``).
+
+    Index 0 is the start, before any update. ``final_probs`` is the policy after the last update,
+    shape ``(K,)`` or ``(seeds, K)``. ``wall_time`` is in seconds.
+    """
+
+    expected_reward: np.ndarray
+    p_best: np.ndarray
+    kl: np.ndarray
+    samples: np.ndarray
+    final_probs: np.ndarray
+    wall_time: float
+
+    @property
+    def steps(self) -> int:
+        return self.expected_reward.shape[-1] - 1
+
+
+def _snapshot(trainer) -> tuple[float, float, float, int]:
+    probs, table = trainer.probs, trainer.reward_table
+    best = table == table.max()
+    return (
+        float(state_value(probs, table)),
+        float(probs[best].sum()),
+        float(categorical_kl(probs, trainer.ref_probs)),
+        trainer.samples_drawn,
+    )
+
+
+def track(trainer, steps: int) -> RunHistory:
+    """Take ``steps`` updates of ``trainer`` (from where it stands) and record the policy after each."""
+    if not isinstance(trainer, BanditTrainer):
+        raise TypeError(f"trainer must be a BanditTrainer (BanditGRPO, BanditRLOO, ...), got {type(trainer).__name__}")
+    steps = positive_int(steps, "steps")
+    start = time.perf_counter()
+    rows = [_snapshot(trainer)]
+    for _ in range(steps):
+        trainer.step()
+        rows.append(_snapshot(trainer))
+    wall_time = time.perf_counter() - start
+    columns = np.array(rows, dtype=float).T
+    return RunHistory(*columns[:3], samples=columns[3].astype(int), final_probs=trainer.probs, wall_time=wall_time)
+
+
+def run_seeds(make_trainer, steps: int, seeds) -> RunHistory:
+    """Run ``make_trainer(seed)`` for ``steps`` updates for every seed; stack the histories.
+
+    ``make_trainer`` is a callable seed -> trainer (e.g. a lambda around a
+    trainer class), ``seeds`` an iterable of integers >= 0. ``wall_time`` is
+    the total over the seeds.
+    """
+    if not callable(make_trainer):
+        raise TypeError(f"make_trainer must be a callable seed -> trainer, got {type(make_trainer).__name__}")
+    seeds = [positive_int(seed, "seed", minimum=0) for seed in seeds]
+    if not seeds:
+        raise ValueError("seeds must list at least one seed")
+    runs = [track(make_trainer(seed), steps) for seed in seeds]
+    return RunHistory(
+        expected_reward=np.stack([run.expected_reward for run in runs]),
+        p_best=np.stack([run.p_best for run in runs]),
+        kl=np.stack([run.kl for run in runs]),
+        samples=np.stack([run.samples for run in runs]),
+        final_probs=np.stack([run.final_probs for run in runs]),
+        wall_time=sum(run.wall_time for run in runs),
+    )
