@@ -1,0 +1,179 @@
+"""Does a student notebook give away a solution or a hidden test?
+
+Otter Assign strips a solution only where two things agree: the code cell sits
+between raw ``# BEGIN SOLUTION`` / ``# END SOLUTION`` cells, *and* its secret
+lines are marked inline (``# BEGIN SOLUTION`` … ``# END SOLUTION`` comments, or a
+line ending in ``# SOLUTION``). Drop a raw delimiter cell, or the inline
+markers, and the solution ships to students without any error or warning.
+
+So the secrets are read from the master independently of the raw cells:
+
+* every line between inline solution markers, and every line ending in
+  ``# SOLUTION`` / ``# SOLUTION NO PROMPT``, in *any* code cell;
+* every line of a code cell inside a raw solution block that has no inline
+  marker at all (otter would ship it verbatim);
+* every line of a hidden test cell (first line ``# HIDDEN``).
+
+Lines the master shows students anyway (prompt code, public tests, prose) and
+lines too short to identify anything are not secrets. The student directory
+written by ``otter assign`` must then contain none of the secret lines and none
+of otter's markers, and its notebook metadata must hold no hidden test case.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import nbformat
+
+INLINE_BEGIN = re.compile(r"^\s*# BEGIN SOLUTION( NO PROMPT)?\s*$")
+INLINE_END = re.compile(r"^\s*# END SOLUTION\s*$")
+LINE_SOLUTION = re.compile(r"^(?P<code>.*?)\s*# SOLUTION( NO PROMPT)?\s*$")
+RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS|PROMPT)\b", re.IGNORECASE)
+HIDDEN_TEST = re.compile(r"^\s*#.*\bhidden\b", re.IGNORECASE)
+# Otter's authoring markers: none of them may survive into a student notebook.
+MARKERS = re.compile(
+    r"# (BEGIN|END) SOLUTION|# SOLUTION\b|# (BEGIN|END) (QUESTION|TESTS|PROMPT)|# ASSIGNMENT CONFIG|^\s*# HIDDEN\b",
+    re.MULTILINE,
+)
+DOCTEST_PROMPT = re.compile(r"^(>>>|\.\.\.) ?")
+MIN_SECRET_CHARS = 8
+
+
+def _lines(source: str) -> list[str]:
+    return source.splitlines()
+
+
+def _normal(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _test_lines(source: str) -> list[str]:
+    """A test cell's lines as written and as otter stores them (``ast.unparse``: ``1e-9`` → ``1e-09``)."""
+    lines = _lines(source)
+    try:
+        return lines + _lines(ast.unparse(ast.parse(source)))
+    except SyntaxError:
+        return lines
+
+
+def _identifying(line: str) -> bool:
+    """Long enough, and more than brackets and punctuation, to identify code."""
+    text = _normal(line)
+    return len(text) >= MIN_SECRET_CHARS and not text.startswith("#") and bool(re.search(r"\w{2}", text))
+
+
+def _raw_block(cell) -> tuple[str, str] | None:
+    """``("BEGIN", "SOLUTION")`` etc. for otter's raw delimiter cells."""
+    if cell.cell_type != "raw":
+        return None
+    first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+    match = RAW_BOUNDARY.match(first)
+    return (match.group(1).upper(), match.group(2).upper()) if match else None
+
+
+def _inline_secrets(source: str) -> tuple[list[str], list[str], bool]:
+    """(secret lines, public lines, whether any inline marker was found) of one code cell."""
+    secrets, public, inside, marked = [], [], False, False
+    for line in _lines(source):
+        if INLINE_BEGIN.match(line):
+            inside = marked = True
+        elif INLINE_END.match(line):
+            inside = False
+        elif inside:
+            secrets.append(line)
+        elif match := LINE_SOLUTION.match(line):
+            marked = True
+            secrets.append(match.group("code"))
+        else:
+            public.append(line)
+    return secrets, public, marked
+
+
+def master_secrets(master: nbformat.NotebookNode) -> tuple[set[str], set[str]]:
+    """The solution lines and hidden-test lines of a master notebook (normalised)."""
+    solutions, hidden, shown = set(), set(), set()
+    blocks: list[str] = []
+    for cell in master.cells:
+        boundary = _raw_block(cell)
+        if boundary is not None:
+            kind, block = boundary
+            if kind == "BEGIN":
+                blocks.append(block)
+            elif blocks:
+                blocks.pop()
+            continue
+        if cell.cell_type == "raw":
+            continue
+        if cell.cell_type != "code":
+            shown.update(_normal(line) for line in _lines(cell.source))
+            continue
+        lines = _lines(cell.source)
+        if blocks and blocks[-1] == "TESTS":
+            is_hidden = bool(lines) and HIDDEN_TEST.match(lines[0]) is not None
+            (hidden if is_hidden else shown).update(_normal(line) for line in _test_lines(cell.source))
+            continue
+        secrets, public, marked = _inline_secrets(cell.source)
+        in_solution = bool(blocks) and blocks[-1] == "SOLUTION"
+        if in_solution and not marked:
+            secrets, public = lines, []
+        solutions.update(_normal(line) for line in secrets)
+        shown.update(_normal(line) for line in public)
+
+    def keep(lines: set[str]) -> set[str]:
+        return {line for line in lines if _identifying(line) and line not in shown}
+
+    return keep(solutions), keep(hidden)
+
+
+def _student_texts(student_dir: Path) -> dict[str, list[str]]:
+    """Every line a student receives, by where it appears (cell, metadata test, file)."""
+    texts: dict[str, list[str]] = {}
+    for path in sorted(p for p in student_dir.rglob("*") if p.is_file()):
+        if path.suffix != ".ipynb":
+            texts[str(path.relative_to(student_dir))] = path.read_text(errors="replace").splitlines()
+            continue
+        notebook = nbformat.read(path, as_version=4)
+        for index, cell in enumerate(notebook.cells):
+            texts[f"{path.name} cell {index}"] = _lines(cell.source)
+        tests = notebook.metadata.get("otter", {}).get("tests", {})
+        for name, test in tests.items():
+            for suite in test.get("suites", []) if isinstance(test, dict) else []:
+                for number, case in enumerate(suite.get("cases", [])):
+                    where = f"{path.name} metadata test {name} case {number}"
+                    texts[where] = [DOCTEST_PROMPT.sub("", line) for line in _lines(case.get("code", ""))]
+        texts[f"{path.name} metadata"] = json.dumps(notebook.metadata, indent=1).splitlines()
+    return texts
+
+
+def _hidden_cases_in_metadata(student_dir: Path) -> list[str]:
+    found = []
+    for path in sorted(student_dir.rglob("*.ipynb")):
+        tests = nbformat.read(path, as_version=4).metadata.get("otter", {}).get("tests", {})
+        for name, test in tests.items():
+            for suite in test.get("suites", []) if isinstance(test, dict) else []:
+                if any(case.get("hidden") for case in suite.get("cases", [])):
+                    found.append(f"{path.name}: metadata of {name} holds a hidden test case")
+    return found
+
+
+def find_leaks(master: nbformat.NotebookNode, student_dir: str | Path) -> list[str]:
+    """Human-readable findings; an empty list means the student version is clean."""
+    student_dir = Path(student_dir)
+    if not any(student_dir.rglob("*.ipynb")):
+        return [f"{student_dir}: no student notebook found"]
+    solutions, hidden = master_secrets(master)
+    findings = _hidden_cases_in_metadata(student_dir)
+    for where, lines in _student_texts(student_dir).items():
+        for number, line in enumerate(lines, start=1):
+            text = _normal(line)
+            if MARKERS.search(line):
+                findings.append(f"{where}, line {number}: otter marker {text!r}")
+            elif text in solutions:
+                findings.append(f"{where}, line {number}: solution line {text!r}")
+            elif text in hidden:
+                findings.append(f"{where}, line {number}: hidden-test line {text!r}")
+    return findings
