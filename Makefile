@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINTED := src tests bench notebooks
+LINTED := src tests bench notebooks homework
 
 .PHONY: venv book test lint lab bench notebooks clean
 
@@ -21,7 +21,8 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 book: $(STAMP)
-	$(BIN)/jupyter-book build . --path-output . --warningiserror --nitpick --keep-going
+	$(BIN)/jupyter-book build . --path-output . --warningiserror --nitpick --keep-going \
+		|| { rm -rf _build/.doctrees; exit 1; }  # a failed build is forgotten: the next one re-reads every page and warns again
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
@@ -42,6 +43,16 @@ lab: $(STAMP)
 
 bench: $(STAMP)
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
+
+# Homework (otter-grader, graded locally without Docker; see book/instructors.md).
+# make homework: student notebook, autograder notebook and zip per assignment in homework/dist/NAME/
+# make grade SUBMISSIONS=dir: every notebook under dir, matched by its otter assignment name -> homework/dist/grades.csv
+.PHONY: homework grade
+homework: $(STAMP)
+	$(BIN)/python homework/build.py
+
+grade: $(STAMP)
+	$(BIN)/python homework/grade.py $(SUBMISSIONS)
 
 clean:
 	rm -rf _build .pytest_cache .coverage
