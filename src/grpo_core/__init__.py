@@ -20,9 +20,10 @@ eq. (9)    the GRPO objective                               ``objective.grpo_obj
 §8         comparable runs over seeds                       ``runs.run_seeds``
 §9         zero-variance groups, std floor, noisy rewards   ``failure_modes.PromptSetGRPO``
 §10        token-level loss (torch)                         ``token_loss.grpo_token_loss``
+§10        GRPO on a tiny GRU policy (torch)                ``sequence_grpo.SequenceGRPO``
 =========  ===============================================  ===========================
 
-``import grpo_core`` loads NumPy only; ``grpo_core.token_loss`` imports torch.
+``import grpo_core`` loads NumPy only; ``token_loss`` and the ``sequence_*`` modules import torch.
 """
 
 from grpo_core.advantages import (

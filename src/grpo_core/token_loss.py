@@ -5,38 +5,86 @@ completion i has a log-probability under π_θ (``logps``, differentiable),
 π_θ_old and π_ref; completion i has one sequence-level advantage Â_i (eq. 3)
 that is broadcast to every one of its tokens. The per-token term is
 
-.. math:: \ell_{i,t} = -\Big[\min\big(r_{i,t}\hat A_i,\ \mathrm{clip}(r_{i,t}, 1-\varepsilon_\mathrm{low}, 1+\varepsilon_\mathrm{high})\hat A_i\big)
-          - \beta\,k_3(i,t)\Big]
+.. math:: \ell_{i,t} = -\min\big(r_{i,t}\hat A_i,\ \mathrm{clip}(r_{i,t},\,1-\varepsilon_\mathrm{low},
+          \,1+\varepsilon_\mathrm{high})\,\hat A_i\big) + \beta\,k_3(i,t)
 
-and ``loss_type`` says how the masked terms are averaged:
+with :math:`r_{i,t}` the ratio of eq. (6) and :math:`k_3` the estimator of
+eq. (8). β enters here, per token, before any averaging (as in TRL, verl and
+OpenRLHF). ``loss_type`` then says how the masked terms are averaged — the
+only place where the trainers differ, and the source of length bias (§9):
 
 ``"grpo"``
-    eq. (7): mean over each completion's own tokens, then over completions
-    (the 1/|o_i| weighting: a token of a short completion weighs more);
+    eq. (7): mean over each completion's own tokens, then over completions.
+    A token of completion i weighs :math:`1/(B\,|o_i|)`: short completions
+    weigh more per token.
 ``"bnpo"``
-    sum over all tokens of the batch / number of tokens in the batch;
+    sum over all tokens of the batch / number of tokens in the batch: every
+    token weighs :math:`1/\sum_j |o_j|`.
 ``"dr_grpo"``
     sum over all tokens / (B × ``max_completion_length``), a constant
-    (Dr. GRPO, Liu et al. 2025);
+    (Dr. GRPO, Liu et al. 2025): every token weighs :math:`1/(B\,L_\mathrm{max})`.
 ``"dapo"``
-    sum / number of tokens in the global batch (DAPO, Yu et al. 2025). On one
-    process it equals "bnpo"; across processes trainers divide by the token
-    count of all processes, which is what ``num_items_in_batch`` is for.
+    sum / number of tokens in the *global* batch (DAPO, Yu et al. 2025). On
+    one process it equals "bnpo"; a trainer that splits a batch over processes
+    passes the token count of all of them as ``num_items_in_batch``.
+
+When every completion is a single token all four agree, and the loss is
+minus the bandit objective :func:`grpo_core.objective.grpo_objective`.
 """
 
 from __future__ import annotations
 
 import torch
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive_int, same_shape
+from grpo_core._validate import choice, finite_array, nonnegative, positive_int
 from grpo_core.clipping import clip_masks, clipped_surrogate, importance_ratio
 from grpo_core.kl import kl_k3
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 
 
-def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> float:
-    return float((values * mask).sum() / mask.sum())
+def _tensor(value, name: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def _log_probs(value, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
+    """A floating (B, T) tensor of log-probabilities; finiteness is checked where it is used."""
+    value = _tensor(value, name)
+    if not value.is_floating_point():
+        raise TypeError(f"{name} must hold floating-point log-probabilities, got dtype {value.dtype}")
+    if shape is None and (value.ndim != 2 or 0 in value.shape):
+        raise ValueError(f"{name} must have shape (completions, tokens) with both > 0, got {tuple(value.shape)}")
+    if shape is not None and tuple(value.shape) != shape:
+        raise ValueError(f"{name} must have the shape of logps {shape}, got {tuple(value.shape)}")
+    return value
+
+
+def _token_mask(mask, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mask as given (bool, integer or float 0/1) and its per-completion token counts."""
+    mask = _tensor(mask, "mask")
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"mask must have the shape of logps {shape}, got {tuple(mask.shape)}")
+    if mask.is_floating_point():
+        binary = bool(((mask == 0) | (mask == 1)).all())
+    else:  # integers: two reductions, no (B, T) temporary
+        binary = mask.dtype == torch.bool or (int(mask.min()) >= 0 and int(mask.max()) <= 1)
+    if not binary:
+        raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
+    lengths = mask.sum(-1)
+    if not bool((lengths > 0).all()):
+        empty = torch.nonzero(lengths == 0).flatten().tolist()
+        raise ValueError(
+            f"mask: every completion needs at least one token; rows {empty} are all zeros "
+            "(drop fully masked completions, e.g. masked truncations, before calling)"
+        )
+    return mask, lengths
+
+
+def _fraction(flags: torch.Tensor, mask: torch.Tensor, num_tokens: torch.Tensor) -> float:
+    """Fraction of the (unmasked) tokens where ``flags`` is true; ``flags`` is overwritten."""
+    return float(flags.logical_and_(mask).sum() / num_tokens)
 
 
 def grpo_token_loss(
@@ -57,70 +105,91 @@ def grpo_token_loss(
 
     Parameters
     ----------
-    logps, old_logps, ref_logps : tensors of shape ``(B, T)``
-        Per-token log-probabilities under π_θ, π_θ_old and π_ref.
-        ``ref_logps`` may be ``None`` when ``beta == 0``.
+    logps, old_logps, ref_logps : floating tensors of shape ``(B, T)``
+        Per-token log-probabilities of the sampled tokens under π_θ (with
+        autograd), π_θ_old and π_ref (both treated as constants). ``ref_logps``
+        may be ``None`` when ``beta == 0``; when it is given with ``beta == 0``
+        the KL is still reported, but does not enter the loss.
     advantages : tensor of shape ``(B,)``
-        One Â_i per completion, broadcast over its tokens.
-    mask : tensor of shape ``(B, T)``
-        1 for a completion's tokens, 0 for padding (or a masked truncation);
-        every row needs at least one token.
-    eps_low, eps_high, beta : the clip range (eq. 7) and KL weight (eq. 9).
+        One Â_i per completion (eq. 3), broadcast over its tokens.
+    mask : tensor of shape ``(B, T)``, bool or 0/1
+        1 for a completion's tokens (its EOS included), 0 for padding. Every
+        row needs at least one token: drop fully masked completions first.
+    eps_low, eps_high : the clip band ``[1 - eps_low, 1 + eps_high]`` of eq. (7);
+        ``eps_high=None`` means ``eps_low`` (symmetric).
+    beta : the KL weight of eq. (9), >= 0.
     loss_type : {"grpo", "bnpo", "dr_grpo", "dapo"}, see the module docstring.
-    max_completion_length : the constant denominator of "dr_grpo" (default T).
-    num_items_in_batch : token count of the global batch, for "dapo" (default:
-        the tokens of this batch).
+    max_completion_length : the constant of "dr_grpo" (default ``T``); it must
+        be at least the longest completion.
+    num_items_in_batch : the token count of the global batch, for "dapo"
+        (default: the tokens of this batch); at least the tokens of this batch.
 
     Returns
     -------
     loss : scalar tensor, to be *minimised*.
-    metrics : dict with the names TRL logs: ``"kl"`` (mean k3 over tokens),
-        ``"clip_ratio/low_mean"``, ``"clip_ratio/high_mean"``,
-        ``"clip_ratio/region_mean"`` (token fractions), and ``"loss"``.
-    """
-    for name, value in (("logps", logps), ("old_logps", old_logps), ("advantages", advantages), ("mask", mask)):
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-    finite_array(logps, "logps", ndim=(2,))
-    finite_array(advantages, "advantages", ndim=(1,))
-    if advantages.shape[0] != logps.shape[0]:
-        raise ValueError(f"advantages must have one entry per completion ({logps.shape[0]}), got {advantages.shape[0]}")
-    same_shape(logps=logps, old_logps=old_logps, mask=mask)
-    mask = mask.to(logps.dtype)
-    if not bool(((mask == 0) | (mask == 1)).all()):
-        raise ValueError("mask must hold only 0 and 1")
-    if not bool((mask.sum(-1) > 0).all()):
-        raise ValueError("mask: every completion needs at least one token (a row of zeros was found)")
-    beta = nonnegative(beta, "beta")
-    choice(loss_type, "loss_type", LOSS_TYPES)
+    metrics : dict with the names TRL logs: ``"clip_ratio/low_mean"``,
+        ``"clip_ratio/high_mean"``, ``"clip_ratio/region_mean"`` (fractions of
+        tokens whose clip is active, as in :func:`grpo_core.clipping.clip_masks`),
+        ``"kl"`` (mean k3 over tokens, when ``ref_logps`` is given) and ``"loss"``.
 
-    adv = advantages.to(logps.dtype).unsqueeze(-1).expand_as(logps)
+    Every (B, T) input is checked once for NaN/inf, by the formula that first
+    uses it (:func:`~grpo_core.clipping.importance_ratio`,
+    :func:`~grpo_core.kl.kl_k3`); the shapes, the mask and the options are
+    checked here, before any arithmetic.
+    """
+    logps = _log_probs(logps, "logps", None)
+    shape = tuple(logps.shape)
+    old_logps = _log_probs(old_logps, "old_logps", shape)
+    advantages = _tensor(advantages, "advantages")
+    if tuple(advantages.shape) != shape[:1]:
+        raise ValueError(f"advantages must have shape ({shape[0]},), one per completion, got {tuple(advantages.shape)}")
+    advantages = finite_array(advantages, "advantages")
+    mask, lengths = _token_mask(mask, shape)
+    beta = nonnegative(beta, "beta")
+    if ref_logps is None and beta > 0:
+        raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
+    if ref_logps is not None:
+        ref_logps = _log_probs(ref_logps, "ref_logps", shape)
+    choice(loss_type, "loss_type", LOSS_TYPES)
+    num_tokens = lengths.sum()
+    if loss_type == "dr_grpo":
+        longest = int(lengths.max())
+        max_length = positive_int(
+            shape[1] if max_completion_length is None else max_completion_length, "max_completion_length"
+        )
+        if max_length < longest:
+            raise ValueError(f"max_completion_length must be >= the longest completion ({longest}), got {max_length}")
+    if loss_type == "dapo" and num_items_in_batch is not None:
+        num_items = positive_int(num_items_in_batch, "num_items_in_batch")
+        if num_items < int(num_tokens):
+            raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
+
+    adv = advantages.to(logps.dtype).unsqueeze(-1).expand(shape)  # a view: Â_i on every token of completion i
     ratio = importance_ratio(logps, old_logps.detach())
     per_token = -clipped_surrogate(ratio, adv, eps_low, eps_high)
     metrics: dict[str, float] = {}
-    if beta > 0 or ref_logps is not None:
-        if not isinstance(ref_logps, torch.Tensor):
-            raise TypeError("ref_logps must be a torch.Tensor when beta > 0")
+    if ref_logps is not None:
         k3 = kl_k3(logps, ref_logps.detach())
-        per_token = per_token + beta * k3
-        metrics["kl"] = _masked_mean(k3.detach(), mask)
+        if beta > 0:
+            per_token = per_token + beta * k3
+        with torch.no_grad():
+            metrics["kl"] = float((k3 * mask).sum() / num_tokens)
 
-    num_completions = logps.shape[0]
+    token_sum = per_token * mask
     if loss_type == "grpo":
-        loss = ((per_token * mask).sum(-1) / mask.sum(-1)).mean()
-    elif loss_type == "bnpo":
-        loss = (per_token * mask).sum() / mask.sum()
+        loss = (token_sum.sum(-1) / lengths).mean()
     elif loss_type == "dr_grpo":
-        length = logps.shape[1] if max_completion_length is None else max_completion_length
-        loss = (per_token * mask).sum() / (num_completions * positive_int(length, "max_completion_length"))
-    else:
-        items = mask.sum() if num_items_in_batch is None else positive_int(num_items_in_batch, "num_items_in_batch")
-        loss = (per_token * mask).sum() / items
+        loss = token_sum.sum() / (shape[0] * max_length)
+    elif loss_type == "dapo" and num_items_in_batch is not None:
+        loss = token_sum.sum() / num_items
+    else:  # "bnpo", and "dapo" on one process
+        loss = token_sum.sum() / num_tokens
 
     with torch.no_grad():
         low, high = clip_masks(ratio, adv, eps_low, eps_high)
-        metrics["clip_ratio/low_mean"] = _masked_mean(low.to(mask.dtype), mask)
-        metrics["clip_ratio/high_mean"] = _masked_mean(high.to(mask.dtype), mask)
-        metrics["clip_ratio/region_mean"] = _masked_mean((low | high).to(mask.dtype), mask)
+        in_batch = mask if mask.dtype == torch.bool else mask.bool()
+        metrics["clip_ratio/region_mean"] = _fraction(low | high, in_batch, num_tokens)
+        metrics["clip_ratio/low_mean"] = _fraction(low, in_batch, num_tokens)
+        metrics["clip_ratio/high_mean"] = _fraction(high, in_batch, num_tokens)
     metrics["loss"] = float(loss.detach())
     return loss, metrics

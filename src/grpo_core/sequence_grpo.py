@@ -1,0 +1,218 @@
+r"""GRPO on a real sequence policy (chapter §7 algorithm, §10 token MDP), on CPU.
+
+One iteration of :class:`~grpo_core.sequence_grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
+
+1. θ_old ← θ: sample ``prompts_per_step`` targets and a group of
+   ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence_policy.GRUPolicy.sample`;
+2. score them with the task's checker (eq. 2) and compute the group-relative
+   advantages Â_i (eq. 3, :func:`grpo_core.advantages.group_advantages`);
+3. recompute :math:`\log\pi_{\theta_\mathrm{old}}` and :math:`\log\pi_\mathrm{ref}`
+   of every sampled token by a forward pass under ``no_grad`` — the trainer's
+   own numbers, as production trainers do, rather than the sampler's;
+4. ``inner_epochs`` times: :math:`\log\pi_\theta` with autograd, the token
+   loss :func:`grpo_core.token_loss.grpo_token_loss` (Â_i broadcast to every
+   token, per-token ratio and clip, β·k3 per token), one Adam step.
+
+π_ref is a frozen copy of the policy taken when the run starts (the warm
+start stands in for the SFT checkpoint).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from grpo_core._validate import choice, nonnegative, positive, positive_int
+from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
+from grpo_core.sequence_policy import Completions, GRUPolicy
+from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
+
+
+@dataclass(frozen=True)
+class SequenceGRPOConfig:
+    """The knobs of a run, named after their production counterparts.
+
+    ``group_size`` (G, TRL's ``num_generations``), ``prompts_per_step``,
+    ``inner_epochs`` (TRL's ``num_iterations``), ``eps_low``/``eps_high`` (ε of
+    eq. 7; TRL's ``epsilon``/``epsilon_high``), ``beta`` (β of eq. 9),
+    ``loss_type``, the advantage's ``adv_eps``/``adv_ddof``/``adv_scale``
+    (eq. 3: the chapter's 1e-8 and population std by default; TRL uses 1e-4,
+    ddof 1 and ``scale_rewards``), ``mask_truncated`` (TRL's
+    ``mask_truncated_completions``), Adam's ``lr``.
+    """
+
+    group_size: int = 8
+    prompts_per_step: int = 16
+    inner_epochs: int = 4
+    eps_low: float = 0.2
+    eps_high: float | None = None
+    beta: float = 0.04
+    loss_type: str = "grpo"
+    adv_eps: float = 1e-8
+    adv_ddof: int = 0
+    adv_scale: str = "group"
+    mask_truncated: bool = False
+    lr: float = 2e-3
+
+    def __post_init__(self) -> None:
+        positive_int(self.group_size, "group_size", minimum=2)
+        positive_int(self.prompts_per_step, "prompts_per_step")
+        positive_int(self.inner_epochs, "inner_epochs")
+        nonnegative(self.eps_low, "eps_low")
+        if self.eps_high is not None:
+            nonnegative(self.eps_high, "eps_high")
+        nonnegative(self.beta, "beta")
+        choice(self.loss_type, "loss_type", LOSS_TYPES)
+        nonnegative(self.adv_eps, "adv_eps")
+        positive_int(self.adv_ddof, "adv_ddof", minimum=0)
+        choice(self.adv_scale, "adv_scale", SCALES)
+        if not isinstance(self.mask_truncated, bool):
+            raise TypeError(f"mask_truncated must be a bool, got {type(self.mask_truncated).__name__}")
+        positive(self.lr, "lr")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One iteration's data: prompts, completions, rewards, Â and the frozen log-probs."""
+
+    targets: torch.Tensor
+    completions: Completions
+    rewards: torch.Tensor
+    advantages: torch.Tensor
+    old_logps: torch.Tensor
+    ref_logps: torch.Tensor
+    loss_mask: torch.Tensor
+
+
+@dataclass(frozen=True)
+class IterationStats:
+    """What one iteration logs (the learning curves of the notebook)."""
+
+    reward: float
+    zero_std_fraction: float
+    mean_length: float
+    truncated_fraction: float
+    kl: float
+    clip_low: float
+    clip_high: float
+    clip_region: float
+    loss: float
+    sampler_gap: float
+
+
+class SequenceGRPO:
+    """A GRPO run on a :class:`~grpo_core.sequence_policy.GRUPolicy`, with π_ref frozen at the start.
+
+    One seeded ``torch.Generator`` draws every prompt and every token, so a seed fixes the run.
+    """
+
+    def __init__(self, policy: GRUPolicy, config: SequenceGRPOConfig = SequenceGRPOConfig(), seed: int = 0):
+        if not isinstance(policy, GRUPolicy):
+            raise TypeError(f"policy must be a GRUPolicy, got {type(policy).__name__}")
+        if not isinstance(config, SequenceGRPOConfig):
+            raise TypeError(f"config must be a SequenceGRPOConfig, got {type(config).__name__}")
+        self.policy = policy
+        self.ref_policy = copy.deepcopy(policy).requires_grad_(False)
+        self.config = config
+        self.task = policy.task
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
+        self.generator = torch.Generator().manual_seed(positive_int(seed, "seed", minimum=0))
+        self.history: list[IterationStats] = []
+
+    def collect(self) -> Batch:
+        """Steps 1–3: sample groups from π_θ_old, score them, Â per group, frozen log-probs."""
+        config = self.config
+        targets = self.task.sample_targets(config.prompts_per_step, self.generator)
+        targets = targets.repeat_interleave(config.group_size)
+        completions = self.policy.sample(targets, self.generator)
+        rewards = self.task.rewards(targets, completions.tokens)
+        advantages = group_advantages(
+            rewards.reshape(-1, config.group_size).numpy(),
+            eps=config.adv_eps,
+            ddof=config.adv_ddof,
+            scale=config.adv_scale,
+        )
+        with torch.no_grad():
+            old_logps = self.policy.token_logps(targets, completions.tokens)
+            ref_logps = self.ref_policy.token_logps(targets, completions.tokens)
+        loss_mask = completions.mask
+        if config.mask_truncated:
+            loss_mask = loss_mask & ~completions.truncated[:, None]
+        return Batch(
+            targets=targets,
+            completions=completions,
+            rewards=rewards,
+            advantages=torch.as_tensor(advantages.reshape(-1), dtype=torch.float32),
+            old_logps=old_logps,
+            ref_logps=ref_logps,
+            loss_mask=loss_mask,
+        )
+
+    def loss(self, batch: Batch, logps: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
+        """Eq. (9) with tokens on the rows that have at least one unmasked token."""
+        config = self.config
+        rows = batch.loss_mask.any(-1)
+        return grpo_token_loss(
+            logps[rows],
+            batch.old_logps[rows],
+            batch.ref_logps[rows],
+            batch.advantages[rows],
+            batch.loss_mask[rows],
+            eps_low=config.eps_low,
+            eps_high=config.eps_high,
+            beta=config.beta,
+            loss_type=config.loss_type,
+            max_completion_length=self.task.max_length,
+        )
+
+    def update(self, batch: Batch) -> dict[str, float]:
+        """Step 4: ``inner_epochs`` Adam steps on the token loss; the metrics of the last one."""
+        metrics: dict[str, float] = {}
+        if not bool(batch.loss_mask.any()):
+            return metrics
+        for _ in range(self.config.inner_epochs):
+            logps = self.policy.token_logps(batch.targets, batch.completions.tokens)
+            loss, metrics = self.loss(batch, logps)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        return metrics
+
+    def step(self) -> IterationStats:
+        """One GRPO iteration (§7); appends and returns its statistics."""
+        batch = self.collect()
+        metrics = self.update(batch)
+        completions = batch.completions
+        stats = IterationStats(
+            reward=float(batch.rewards.mean()),
+            zero_std_fraction=zero_std_fraction(batch.rewards.reshape(-1, self.config.group_size).numpy()),
+            mean_length=float(completions.lengths.float().mean()),
+            truncated_fraction=float(completions.truncated.float().mean()),
+            kl=metrics.get("kl", float("nan")),
+            clip_low=metrics.get("clip_ratio/low_mean", float("nan")),
+            clip_high=metrics.get("clip_ratio/high_mean", float("nan")),
+            clip_region=metrics.get("clip_ratio/region_mean", float("nan")),
+            loss=metrics.get("loss", float("nan")),
+            sampler_gap=float(((completions.sampling_logps - batch.old_logps).abs() * completions.mask).max()),
+        )
+        self.history.append(stats)
+        return stats
+
+    def run(self, iterations: int) -> list[IterationStats]:
+        """``iterations`` GRPO iterations, each on fresh groups."""
+        return [self.step() for _ in range(positive_int(iterations, "iterations"))]
+
+    def curves(self) -> dict[str, np.ndarray]:
+        """The history as one array per statistic (for plotting)."""
+        if not self.history:
+            return {}
+        return {name: np.array([asdict(stats)[name] for stats in self.history]) for name in asdict(self.history[0])}
+
+    def evaluate(self, prompts: int = 64, group_size: int = 8, seed: int = 1234) -> float:
+        """Mean reward of fresh samples from π_θ on ``prompts`` targets, with its own generator."""
+        generator = torch.Generator().manual_seed(positive_int(seed, "seed", minimum=0))
+        targets = self.task.sample_targets(prompts, generator).repeat_interleave(positive_int(group_size, "group_size"))
+        return float(self.task.rewards(targets, self.policy.sample(targets, generator).tokens).mean())
