@@ -1,0 +1,436 @@
+"""The bandit lab (grpo_core.lab) in-process: set widgets, click buttons, read the engine and what the views show.
+
+Golden numbers are recomputed here from the chapter's reward table and the
+published formulas (eq. 3, the leave-one-out baseline, the clip rule of eq. 7,
+KL and entropy of a categorical), not by calling the code under test.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import traitlets
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grpo_core.bandit import BanditGRPO, GRPOConfig
+from grpo_core.lab import BanditLab, GroupView, curves_svg, group_html, policy_svg, warning_html
+
+REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
+B, C = 1, 2
+
+
+def card(lab: BanditLab, key: str) -> str:
+    match = re.search(r'<div class="grpo-card-value">(.*?)</div>', lab.stat_views[key].value)
+    assert match, lab.stat_views[key].value
+    return match.group(1)
+
+
+def table_rows(lab: BanditLab) -> dict[str, list[str]]:
+    """The group table as {answer: [n, R, Â, ratio, clipped]} (rows of answers not sampled: [n, 'not sampled'])."""
+    rows = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", lab.group_view.value)[1:]:
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def fmt_signed(value: float) -> str:
+    text = f"{value:+.2f}"
+    return "0.00" if text in ("+0.00", "-0.00") else text
+
+
+def kl_by_hand(p, q) -> float:
+    return float(sum(pi * np.log(pi / qi) for pi, qi in zip(p, q, strict=True)))
+
+
+def entropy_by_hand(p) -> float:
+    return float(-sum(pi * np.log(pi) for pi in p))
+
+
+@pytest.fixture
+def lab():
+    return BanditLab(seed=0, frame_delay=0)
+
+
+def test_importing_the_package_or_the_lab_module_imports_no_widget():
+    code = (
+        "import sys, grpo_core, grpo_core.bandit, grpo_core.lab; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'matplotlib', 'IPython')]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_defaults_are_the_chapters_and_the_views_start_empty(lab):
+    assert (lab.group_size.value, lab.eps.value, lab.beta.value) == (8, 0.2, 0.04)
+    assert (lab.lr.value, lab.inner_epochs.value, lab.advantage.value) == (1.0, 4, "grpo")
+    assert lab.run.config == GRPOConfig()
+    assert card(lab, "pB") == "0.250"
+    assert card(lab, "kl") == "0.000"
+    assert card(lab, "entropy") == f"{np.log(4):.3f}" == "1.386"
+    assert card(lab, "mean") == card(lab, "std") == card(lab, "clip") == "—"
+    assert card(lab, "step") == "0"
+    assert "No group yet" in lab.group_view.value
+    assert lab.warning_view.value == ""
+    assert lab.policy_view.value.count(">0.25</text>") == 4
+
+
+def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
+    lab.sample_button.click()
+    actions = lab.run.pending
+    assert actions is not None and actions.size == 8
+    rewards = REWARDS[actions]
+    assert card(lab, "mean") == f"{rewards.mean():.3f}"
+    assert card(lab, "std") == f"{np.sqrt(np.mean((rewards - rewards.mean()) ** 2)):.3f}"
+    assert card(lab, "clip") == "—"
+    chips = re.findall(r'class="grpo-chip[^"]*"[^>]*>([A-D])</span>', lab.group_view.value)
+    assert "".join(chips) == "".join("ABCD"[a] for a in actions)
+    assert "sampled, not yet used" in lab.group_view.value
+    rows = table_rows(lab)
+    std = rewards.std()
+    for k, name in enumerate("ABCD"):
+        count = int(np.sum(actions == k))
+        if count == 0:
+            assert rows[name] == ["0", "not sampled"]
+            continue
+        advantage = (REWARDS[k] - rewards.mean()) / (std + 1e-8)
+        assert rows[name] == [str(count), f"{REWARDS[k]:g}", fmt_signed(advantage), "—", "—"]
+
+
+def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
+    lab.sample_button.click()
+    actions, before = lab.run.pending.copy(), lab.run.probs
+    lab.step_button.click()
+    after = lab.run.probs
+    assert np.array_equal(lab.run.history[-1].actions, actions)
+    assert lab.run.pending is None
+    assert card(lab, "step") == "1"
+    assert card(lab, "pB") == f"{after[B]:.3f}"
+    assert card(lab, "kl") == f"{kl_by_hand(after, [0.25] * 4):.3f}"
+    assert card(lab, "entropy") == f"{entropy_by_hand(after):.3f}"
+    rewards = REWARDS[actions]
+    advantages = (rewards - rewards.mean()) / (rewards.std() + 1e-8)
+    ratios = after[actions] / before[actions]
+    clipped = ((ratios > 1.2) & (advantages > 0)) | ((ratios < 0.8) & (advantages < 0))
+    assert card(lab, "clip") == f"{clipped.mean():.2f}"
+    rows = table_rows(lab)
+    for i, a in enumerate(actions):
+        name = "ABCD"[a]
+        assert rows[name][3] == f"{ratios[i]:.2f}"
+        assert rows[name][4] == (("yes: r > 1+ε" if advantages[i] > 0 else "yes: r < 1−ε") if clipped[i] else "no")
+    assert "used by the last GRPO step" in lab.group_view.value
+
+
+def test_grpo_step_without_a_group_samples_one_first(lab):
+    lab.step_button.click()
+    assert len(lab.run.history) == 1
+    assert lab.run.history[0].actions.size == 8
+    assert card(lab, "mean") == f"{REWARDS[lab.run.history[0].actions].mean():.3f}"
+
+
+def test_reset_restores_the_start_and_captures_the_reference():
+    run = BanditGRPO(init_logits=[1.0, 0.0, 0.0, 0.0], seed=3)
+    lab = BanditLab(run, frame_delay=0)
+    start = np.exp([1.0, 0, 0, 0]) / np.exp([1.0, 0, 0, 0]).sum()
+    first_group = lab.sample().actions.copy()
+    lab.run_steps(5)
+    lab.sharpen("D", 0.9)
+    lab.seed.value = 7
+    lab.reset_button.click()
+    np.testing.assert_allclose(lab.run.probs, start)
+    np.testing.assert_allclose(lab.run.ref_probs, start)
+    assert lab.run.seed == 7 and lab.run.history == [] and lab.run.pending is None
+    assert card(lab, "kl") == "0.000" and card(lab, "step") == "0"
+    assert card(lab, "pB") == f"{start[B]:.3f}"
+    assert (
+        all(xs.tolist() == [0.0] for xs, _ in lab.curves.values() if xs.size) and lab.curves["mean_reward"][0].size == 0
+    )
+    assert "No group yet" in lab.group_view.value
+    assert lab.progress.value == 0
+    assert lab.ledger[0].startswith("reset · seed 7")
+    lab.seed.value = 3
+    lab.reset()
+    assert np.array_equal(lab.sample().actions, first_group), "the same seed replays the same groups"
+
+
+def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
+    lab = BanditLab(seed=0, frame_delay=0)
+    lab.beta.value = 0.0
+    lab.group_size.value = 2
+    lab.sharpen("C", 0.99)
+    for _ in range(50):  # each group is silent with probability 0.99² + 3 · 0.0033² ≈ 0.98
+        group = lab.sample()
+        if len(set(group.actions.tolist())) == 1:
+            break
+    assert len(set(group.actions.tolist())) == 1
+    assert "No signal from this group" in lab.warning_view.value
+    assert "std(R) = 0" in lab.warning_view.value and "β = 0" in lab.warning_view.value
+    assert card(lab, "std") == "0.000"
+    before = lab.run.probs
+    result = lab.step()
+    assert np.all(result.advantages == 0.0)
+    assert np.array_equal(lab.run.probs, before), "Property 4.1: with β = 0 a silent group changes nothing"
+    assert "no signal" in lab.ledger[0]
+    lab.beta.value = 0.04
+    assert "only the KL term (β = 0.040)" in lab.warning_view.value
+
+
+def test_a_group_with_different_rewards_shows_no_warning():
+    view = GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0]))
+    assert warning_html(view, 0.04) == ""
+    assert "No signal" in warning_html(GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2)), 0.04)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_run_n_steps_with_the_defaults_raises_p_best(seed):
+    lab = BanditLab(seed=seed, frame_delay=0)
+    lab.steps.value = 30
+    lab.run_button.click()
+    assert len(lab.run.history) == 30
+    assert lab.progress.value == lab.progress.max == 30
+    assert "30 / 30 steps" in lab.progress_label.value
+    assert not lab.run_button.disabled
+    p_best = lab.run.probs[B]
+    assert p_best > 0.5 > 0.25
+    assert card(lab, "pB") == f"{p_best:.3f}" and card(lab, "step") == "30"
+    steps, values = lab.curves["p_best"]
+    assert steps.tolist() == list(range(31)) and values[0] == 0.25 and values[-1] == p_best
+    assert lab.ledger[0].startswith("run 30 steps (0 → 30)")
+    assert lab.curves_view.value.count("<polyline") == 5
+
+
+def test_run_steps_refuses_a_non_positive_count(lab):
+    with pytest.raises(ValueError, match="steps"):
+        lab.run_steps(0)
+    with pytest.raises(TypeError, match="steps"):
+        lab.run_steps(2.5)
+
+
+def test_advantage_toggle_switches_the_engine_and_the_shown_advantages(lab):
+    group = lab.sample()
+    rewards = REWARDS[group.actions]
+    size = rewards.size
+    expected = {
+        "rloo": rewards - (rewards.sum() - rewards) / (size - 1),
+        "dr_grpo": rewards - rewards.mean(),
+        "grpo": (rewards - rewards.mean()) / (rewards.std() + 1e-8),
+    }
+    for variant, advantages in expected.items():
+        lab.advantage.value = variant
+        assert lab.run.config.advantage == variant
+        rows = table_rows(lab)
+        for i, a in enumerate(group.actions):
+            assert rows["ABCD"[a]][2] == fmt_signed(advantages[i])
+    result = lab.step()  # the step uses the variant on screen
+    np.testing.assert_allclose(result.advantages, expected["grpo"])
+    assert lab.ledger[1] == "set advantage = GRPO"
+
+
+def test_sliders_configure_the_engine(lab):
+    lab.group_size.value = 16
+    lab.eps.value = 0.1
+    lab.beta.value = 0.2
+    lab.lr.value = 0.5
+    lab.inner_epochs.value = 8
+    assert lab.run.config == GRPOConfig(group_size=16, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8)
+    assert lab.sample().actions.size == 16
+    assert lab.ledger[1:6] == [
+        "set inner epochs = 8",
+        "set learning rate = 0.5",
+        "set β = 0.2",
+        "set ε = 0.1",
+        "set G = 16",
+    ]
+
+
+def test_changing_G_drops_the_group_of_the_old_size(lab):
+    lab.sample()
+    lab.group_size.value = 4
+    assert lab.run.pending is None and "No group yet" in lab.group_view.value
+    assert lab.step().actions.size == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "bad", "clamped"),
+    [
+        ("group_size", 1, 2),
+        ("group_size", 1000, 64),
+        ("eps", -0.3, 0.0),
+        ("eps", 3.0, 0.5),
+        ("beta", -1.0, 0.0),
+        ("beta", 5.0, 1.0),
+        ("lr", 0.0, 0.05),
+        ("inner_epochs", 0, 1),
+        ("steps", 0, 1),
+        ("steps", 10_000, 500),
+        ("seed", -5, 0),
+        ("sharpen_prob", 1.0, 0.99),
+    ],
+)
+def test_widget_ranges_refuse_bad_values(lab, name, bad, clamped):
+    widget = getattr(lab, name)
+    widget.value = bad
+    assert widget.value == clamped
+    GRPOConfig(**{field: getattr(lab.run.config, field) for field in ("group_size", "eps_low", "beta", "lr")})
+    if name in ("group_size", "beta", "lr", "inner_epochs"):
+        assert getattr(lab.run.config, name) == clamped
+    if name == "eps":
+        assert lab.run.config.eps_low == clamped
+
+
+@pytest.mark.parametrize(("name", "bad"), [("group_size", "eight"), ("beta", "big"), ("advantage", "ppo")])
+def test_widgets_refuse_values_of_the_wrong_kind(lab, name, bad):
+    config = lab.run.config
+    with pytest.raises(traitlets.TraitError):
+        getattr(lab, name).value = bad
+    assert lab.run.config == config
+
+
+def test_sharpen_puts_pi_on_one_answer_and_keeps_the_reference(lab):
+    probs = lab.sharpen("C", 0.94)
+    np.testing.assert_allclose(probs, [0.02, 0.02, 0.94, 0.02])
+    np.testing.assert_allclose(lab.run.ref_probs, [0.25] * 4)
+    assert card(lab, "pB") == "0.020"
+    assert card(lab, "kl") == f"{kl_by_hand([0.02, 0.02, 0.94, 0.02], [0.25] * 4):.3f}"
+    assert lab.ledger[0] == "sharpen π onto C: π = [0.020 0.020 0.940 0.020] · π_ref kept"
+    assert lab.curves["p_best"][0].tolist() == [0.0, 0.0], "a sharpen is a jump at the same step"
+    lab.run_steps(3)
+    top = int(np.argmax(lab.run.probs))
+    lab.sharpen_action.value = -1
+    lab.sharpen_prob.value = 0.5
+    lab.sharpen_button.click()
+    assert lab.run.probs[top] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="action must be one of"):
+        lab.sharpen("E")
+
+
+def test_the_ledger_lists_actions_most_recent_first_and_stays_bounded():
+    lab = BanditLab(seed=0, frame_delay=0, ledger_length=5)
+    lab.sample_button.click()
+    lab.step_button.click()
+    lab.reset_button.click()
+    assert [entry.split(" ")[0] for entry in lab.ledger[:3]] == ["reset", "step", "sample"]
+    for _ in range(10):
+        lab.step_button.click()
+    assert len(lab.ledger) == 5
+    assert lab.ledger[0].startswith("step 10 ")
+    numbers = [int(n) for n in re.findall(r'grpo-ledger-n">#(\d+)<', lab.ledger_view.value)]
+    assert numbers == sorted(numbers, reverse=True) and len(numbers) == 5
+
+
+def test_views_are_updated_in_place_not_rebuilt(lab):
+    def all_widgets(widget):
+        yield widget
+        for child in getattr(widget, "children", ()):
+            yield from all_widgets(child)
+
+    before = [id(widget) for widget in all_widgets(lab.widget)]
+    policy = lab.policy_view.value
+    lab.run_steps(3)
+    lab.sharpen("A", 0.6)
+    lab.reset()
+    assert [id(widget) for widget in all_widgets(lab.widget)] == before
+    assert lab.policy_view.value == policy
+
+
+def test_the_lab_displays_as_its_widget_with_a_short_text_fallback(lab):
+    bundle = lab._repr_mimebundle_()
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == lab.widget.model_id
+    assert bundle["text/plain"] == "BanditLab(steps=0, G=8, eps=0.20, beta=0.040, P(B)=0.250)"
+
+
+def test_readout_says_what_the_cards_show(lab):
+    lab.run_steps(2)
+    text = lab.readout()
+    for key, label in (("mean", "mean(R)"), ("kl", "KL(π‖π_ref)"), ("pB", "P(B)"), ("clip", "clip fraction")):
+        assert f"{label} {card(lab, key)}" in text
+    assert text.startswith("step 2 · G=8 ε=0.20 β=0.040")
+
+
+def test_stable_css_classes_for_the_browser():
+    lab = BanditLab(frame_delay=0)
+    classes = {
+        "grpo-lab-sample": lab.sample_button,
+        "grpo-lab-step": lab.step_button,
+        "grpo-lab-reset": lab.reset_button,
+        "grpo-lab-run": lab.run_button,
+        "grpo-lab-sharpen": lab.sharpen_button,
+        "grpo-lab-pB": lab.stat_views["pB"],
+        "grpo-lab-progress": lab.progress,
+        "grpo-lab-group-size": lab.group_size,
+        "grpo-lab-ledger": lab.ledger_view,
+        "grpo-lab": lab.widget,
+    }
+    for css, widget in classes.items():
+        assert css in widget._dom_classes
+
+
+def test_the_lab_refuses_an_engine_it_cannot_show():
+    with pytest.raises(TypeError, match="run must be"):
+        BanditLab("engine")
+    with pytest.raises(ValueError, match="group_size"):
+        BanditLab(BanditGRPO(config=GRPOConfig(group_size=100)))
+    with pytest.raises(ValueError, match="eps_high"):
+        BanditLab(BanditGRPO(config=GRPOConfig(eps_high=0.28)))
+    with pytest.raises(ValueError, match="ledger_length"):
+        BanditLab(ledger_length=0)
+    with pytest.raises(ValueError, match="frame_delay"):
+        BanditLab(frame_delay=-1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.01, 1.0), min_size=2, max_size=6))
+def test_policy_bars_are_proportional_to_the_probabilities(weights):
+    probs = np.array(weights) / np.sum(weights)
+    svg = policy_svg(probs, np.full(probs.size, 1 / probs.size), "ABCDEF"[: probs.size], np.arange(probs.size) / 10)
+    heights = [float(h) for h in re.findall(r'width="22" height="([\d.]+)" fill', svg)]
+    plot_height = 196 - 22 - 44
+    np.testing.assert_allclose(heights, plot_height * probs, atol=0.051)
+
+
+def test_long_curves_are_subsampled():
+    steps = np.arange(2001.0)
+    values = np.linspace(0, 1, 2001)
+    curves = {key: (steps, values) for key in ("value", "p_best", "kl", "entropy")}
+    curves["mean_reward"] = (steps[1:], values[1:])
+    svg = curves_svg(curves, "B", (0.1, 0.9), 4)
+    for points in re.findall(r'points="([^"]*)"', svg):
+        assert 2 <= len(points.split()) <= 300
+
+
+def test_an_empty_group_view_invites_a_click():
+    assert "Sample group" in group_html(None, "ABCD", 0.2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["sample", "step", "run", "reset", "sharpen", "G", "beta", "advantage"]), max_size=12))
+def test_the_views_always_show_the_engine(actions):
+    lab = BanditLab(seed=5, frame_delay=0, ledger_length=6)
+    do = {
+        "sample": lab.sample_button.click,
+        "step": lab.step_button.click,
+        "run": lambda: lab.run_steps(2),
+        "reset": lab.reset_button.click,
+        "sharpen": lab.sharpen_button.click,
+        "G": lambda: setattr(lab.group_size, "value", 3 if lab.group_size.value == 8 else 8),
+        "beta": lambda: setattr(lab.beta, "value", 0.0 if lab.beta.value else 0.04),
+        "advantage": lambda: setattr(lab.advantage, "value", "rloo" if lab.advantage.value == "grpo" else "grpo"),
+    }
+    for action in actions:
+        do[action]()
+        probs, ref = lab.run.probs, lab.run.ref_probs
+        assert card(lab, "pB") == f"{probs[B]:.3f}"
+        assert card(lab, "kl") == f"{kl_by_hand(probs, ref):.3f}"
+        assert card(lab, "entropy") == f"{entropy_by_hand(probs):.3f}"
+        assert card(lab, "step") == str(len(lab.run.history))
+        shown = re.findall(r'class="grpo-chip[^"]*"[^>]*>([A-D])</span>', lab.group_view.value)
+        silent = len(set(shown)) == 1 and len(shown) > 0
+        assert ("No signal" in lab.warning_view.value) == silent
+        assert len(lab.ledger) <= 6
+        assert lab.curves["p_best"][1][-1] == probs[B]

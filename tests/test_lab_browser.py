@@ -1,0 +1,294 @@
+"""The bandit lab in a real JupyterLab, driven by headless chromium.
+
+The test starts its own JupyterLab on 127.0.0.1 (a free port, a random token,
+config/runtime/settings in a temporary directory, a temporary copy of the lab
+notebook so autosave never touches the repository), opens
+``11-bandit-lab.ipynb``, runs every cell and then uses the lab with the mouse:
+*Reset*, *Sample group*, *GRPO step*, the advantage toggle, *Run N steps*, the
+G slider from the keyboard and *Sharpen π*. It asserts on the numbers the page
+shows, saves screenshots to ``_build/screenshots/`` and fails on JavaScript
+errors that concern widgets. Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = ROOT / "notebooks" / "11-bandit-lab.ipynb"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+JUPYTER = Path(sys.executable).parent / "jupyter"
+SERVER_START_S = 90
+RUN_ALL_S = 240
+CLICK_S = 60
+WIDGET_WORDS = ("widget", "ipywidgets", "comm", "model")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def api(url: str, token: str, method: str = "GET", body: dict | None = None) -> bytes:
+    headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, method=method, headers=headers, data=data)
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.read()
+
+
+def write_json(path: Path, content: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(content))
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """A JupyterLab server of our own; yields its base URL and token, stops it (and its kernels) afterwards."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    notebooks = home / "notebooks"
+    notebooks.mkdir()
+    shutil.copy(NOTEBOOK, notebooks / NOTEBOOK.name)
+    # No news pop-up; render every cell (no virtual scrolling) so the lab stays in the DOM.
+    write_json(
+        home / "config" / "labconfig" / "page_config.json",
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}},
+    )
+    write_json(
+        home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
+        {"windowingMode": "none"},
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),
+        "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+    }
+    token, port = secrets.token_hex(16), free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            str(JUPYTER),
+            "lab",
+            "--no-browser",
+            f"--ServerApp.token={token}",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            "--allow-root",
+            f"--ServerApp.root_dir={notebooks}",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            assert server.poll() is None, f"jupyter lab exited early:\n{(home / 'server.log').read_text()}"
+            try:
+                api(f"{base}/api/status", token)
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                assert time.monotonic() < deadline, f"jupyter lab did not answer within {SERVER_START_S} s"
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        try:
+            api(f"{base}/api/shutdown", token, method="POST")  # also shuts its kernels down
+            server.wait(timeout=20)
+        except (urllib.error.URLError, ConnectionError, TimeoutError, subprocess.TimeoutExpired):
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=10)
+        log.close()
+
+
+def card(lab, name: str) -> str:
+    return lab.locator(f".grpo-lab-{name} .grpo-card-value").inner_text().strip()
+
+
+def wait_for_card(page, lab, name: str, predicate, what: str, timeout_s: float = CLICK_S) -> str:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = card(lab, name)
+        if predicate(text):
+            return text
+        assert time.monotonic() < deadline, f"{what}: card {name} still shows {text!r} after {timeout_s} s"
+        page.wait_for_timeout(100)
+
+
+def top_of_ledger(lab) -> str:
+    return lab.locator(".grpo-lab-ledger li").first.inner_text().strip()
+
+
+def wait_for_ledger(page, lab, needle: str, previous: str = "", timeout_s: float = CLICK_S) -> str:
+    """Wait until the newest ledger entry differs from ``previous`` and contains ``needle``; return it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        entry = top_of_ledger(lab)
+        if entry != previous and needle in entry:
+            return entry
+        assert time.monotonic() < deadline, f"ledger never showed {needle!r}; newest entry {entry!r}"
+        page.wait_for_timeout(100)
+
+
+def wait_for_idle_kernel(page, timeout_s: float) -> None:
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=timeout_s * 1000)
+
+
+def accept_kernel_dialog(page) -> None:
+    """If JupyterLab asks which kernel to start anyway, accept its proposal (Python 3)."""
+    try:
+        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=3_000)
+    except PlaywrightTimeout:
+        return
+
+
+RUNNING = "() => [...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))"
+
+
+def run_all_cells(page, attempts: int = 3) -> None:
+    """Run → Run All Cells, retried (bounded) until a cell shows [*]: a menu opened while the notebook panel is
+    still settling may not act."""
+    for _ in range(attempts):
+        page.locator(".jp-Notebook .jp-Cell").first.click()
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator('.lm-Menu-item[data-command="runmenu:run-all"]:not(.lm-mod-disabled)').click()
+        try:
+            page.wait_for_function(RUNNING, timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    raise AssertionError(f"Run All Cells did not start any cell in {attempts} attempts")
+
+
+def test_lab_in_jupyterlab(jupyterlab, browser):
+    base, token = jupyterlab
+    started = time.monotonic()
+    context = browser.new_context(viewport={"width": 1600, "height": 1200})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    try:
+        # A session with a python3 kernel before the page opens: JupyterLab then connects to it instead of
+        # asking which kernel to start (it does ask when its kernelspec list arrives late on a loaded machine).
+        api(
+            f"{base}/api/sessions",
+            token,
+            "POST",
+            {"path": NOTEBOOK.name, "type": "notebook", "name": NOTEBOOK.name, "kernel": {"name": "python3"}},
+        )
+        page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}", timeout=SERVER_START_S * 1000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
+        accept_kernel_dialog(page)
+        wait_for_idle_kernel(page, SERVER_START_S)
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()  # more width
+        run_all_cells(page)
+        # The stored output of the first cell is text only (no kernel-side model yet): the lab appears when it runs,
+        # and by then Run All has queued every other cell ([*]).
+        lab = page.locator(".grpo-lab").first
+        lab.wait_for(state="visible", timeout=RUN_ALL_S * 1000)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('*'))",
+            timeout=RUN_ALL_S * 1000,
+        )
+        wait_for_idle_kernel(page, RUN_ALL_S)
+        assert card(lab, "step") == "5", "the notebook's recorded run takes five steps"
+
+        lab.locator("button.grpo-lab-reset").click()
+        wait_for_card(page, lab, "step", lambda t: t == "0", "Reset")
+        assert card(lab, "pB") == "0.250" and card(lab, "mean") == "—"
+
+        lab.locator("button.grpo-lab-sample").click()
+        mean = wait_for_card(page, lab, "mean", lambda t: t != "—", "Sample group")
+        assert 0.1 <= float(mean) <= 0.9
+        assert "sampled, not yet used" in lab.locator(".grpo-lab-group").inner_text()
+        assert lab.locator(".grpo-lab-group .grpo-chip").count() == 8
+
+        lab.locator("button.grpo-lab-step").click()
+        wait_for_card(page, lab, "step", lambda t: t == "1", "GRPO step")
+        p_best = float(card(lab, "pB"))
+        assert p_best != 0.25 and float(card(lab, "kl")) > 0
+        assert card(lab, "clip") != "—"
+        assert "used by the last GRPO step" in lab.locator(".grpo-lab-group").inner_text()
+
+        lab.locator(".grpo-lab-advantage button", has_text="RLOO").click()
+        wait_for_ledger(page, lab, "set advantage = RLOO")
+        lab.locator(".grpo-lab-advantage button", has_text="GRPO").first.click()
+        wait_for_ledger(page, lab, "set advantage = GRPO")
+
+        steps_box = lab.locator(".grpo-lab-steps input")
+        assert steps_box.input_value() == "5", "the recorded run set N = 5"
+        steps_box.fill("30")
+        steps_box.press("Enter")
+        page.wait_for_timeout(300)
+        lab.locator("button.grpo-lab-run").click()
+        progress = lab.locator(".grpo-lab-progress-label")
+        seen = set()
+        deadline = time.monotonic() + CLICK_S
+        while (label := progress.inner_text().strip()) != "30 / 30 steps":  # the run is animated step by step
+            seen.add(label)
+            assert time.monotonic() < deadline, f"Run N steps did not finish; progress shows {label!r}"
+            page.wait_for_timeout(20)
+        assert any(label.endswith(" / 30 steps") for label in seen), f"no intermediate progress seen: {seen}"
+        wait_for_card(page, lab, "step", lambda t: t == "31", "Run N steps")
+        wait_for_ledger(page, lab, "run 30 steps")
+        assert float(card(lab, "pB")) > p_best
+        assert lab.locator(".grpo-lab-curves polyline").count() == 5
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        lab.scroll_into_view_if_needed()
+        lab.screenshot(path=SCREENSHOTS / "lab.png")
+
+        handle = lab.locator(".grpo-lab-group-size .noUi-handle")
+        handle.focus()
+        for _ in range(4):
+            handle.press("ArrowLeft")
+        wait_for_ledger(page, lab, "set G = 4")
+        assert lab.locator(".grpo-lab-group-size .widget-readout").inner_text().strip() == "4"
+        lab.locator("button.grpo-lab-sharpen").click()
+        wait_for_ledger(page, lab, "sharpen π onto C")
+        assert card(lab, "pB") == "0.020"
+        for _ in range(20):  # P(all four draws are C) = 0.78: a silent group comes within a few draws
+            entry = top_of_ledger(lab)
+            lab.locator("button.grpo-lab-sample").click()
+            wait_for_ledger(page, lab, "sample G=4", previous=entry)
+            if lab.locator(".grpo-lab-warning .grpo-warning").count():
+                break
+        assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
+        lab.screenshot(path=SCREENSHOTS / "lab-zero-variance.png")
+        page.screenshot(path=SCREENSHOTS / "jupyterlab.png")
+    except BaseException:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "lab-failure.png")
+        raise
+    finally:
+        context.close()
+        print(f"browser test took {time.monotonic() - started:.1f} s; console errors: {errors}")
+    widget_errors = [error for error in errors if any(word in error.lower() for word in WIDGET_WORDS)]
+    assert not widget_errors, f"JavaScript errors about widgets: {widget_errors}"
