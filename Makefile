@@ -29,8 +29,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINTED)
 
 test: lint book
-	$(BIN)/python -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		--cov --cov-report=term tests notebooks
+	$(BIN)/coverage run -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
+		tests notebooks
+	$(BIN)/coverage report --fail-under=95
 
 # Re-create each notebooks/*.ipynb from its .md and execute it, keeping outputs
 # and widget state for nbval and the book: make notebooks [NB=notebooks/04-*.md]

@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
-from grpo_core.lab import BanditLab, GroupView, curves_svg, group_html, policy_svg, warning_html
+from grpo_core.lab import BanditLab
+from grpo_core.lab_views import GroupView, curves_svg, group_html, policy_svg, warning_html
 
 REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
 B, C = 1, 2
