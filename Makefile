@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINTED := src tests bench notebooks homework
+LINTED := src tests bench notebooks homework book/_ext
 
 .PHONY: venv book test lint lab bench notebooks clean
 

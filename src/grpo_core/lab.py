@@ -2,7 +2,7 @@ r"""The bandit laboratory of chapter §11 as ipywidgets: controls on the left, v
 
 :class:`BanditLab` is a view of a :class:`grpo_core.bandit.BanditGRPO` run; it
 computes no formula. Each action (*Sample group*, *GRPO step*, *Run N steps*,
-*Sharpen π*, *Reset*, a moved slider) changes the engine, then :meth:`BanditLab._render`
+*Sharpen π*, *Reset*, a moved slider) changes the engine, then ``BanditLab._render``
 redraws every view from that one place by assigning strings to existing
 widgets: bars, curves and tables are inline SVG/HTML built here, never a
 matplotlib figure, so a click is answered within one frame

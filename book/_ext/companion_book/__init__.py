@@ -1,0 +1,34 @@
+"""The GRPO Companion's own Sphinx extension (``sphinx.local_extensions`` in _config.yml).
+
+Small jobs that Sphinx, sphinx-book-theme, myst-nb, sphinxcontrib-bibtex and
+autodoc leave open, one module each:
+
+``execution``
+    Executes the notebooks that are not cached yet in parallel, one per core,
+    before myst-nb reads them one by one; writes the status column of the
+    execution table with characters every font has.
+``downloads``
+    Offers each notebook page's ``.ipynb`` next to its MyST ``.md``; keeps
+    the launch buttons off until ``repository.url`` is set.
+``api``
+    Resolves ``grpo_core.NAME`` to the submodule that defines it, lists
+    ``grpo_core.__all__`` (the ``grpo-top-level-names`` directive), and keeps
+    property docstrings as written.
+``links``
+    Renders a link to one of the companion's notebooks that is not in
+    ``_toc.yml`` as text instead of failing the build.
+``bibliography``
+    Labels the bibliography author–year, like the citations in the text.
+``static``
+    Rebuilds the pages when the site's own CSS or JS changes.
+"""
+
+from companion_book import api, bibliography, downloads, execution, links, static
+
+MODULES = (api, bibliography, downloads, execution, links, static)
+
+
+def setup(app):
+    for module in MODULES:
+        module.setup(app)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
