@@ -140,6 +140,17 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
 
 
+def check_clipped_update(config) -> None:
+    """Validate the knobs every clipped bandit update shares: ``eps_low``,
+    ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
+    nonnegative(config.eps_low, "eps_low")
+    if config.eps_high is not None:
+        nonnegative(config.eps_high, "eps_high")
+    nonnegative(config.beta, "beta")
+    positive(config.lr, "lr")
+    positive_int(config.inner_epochs, "inner_epochs")
+
+
 @dataclass(frozen=True)
 class GRPOConfig:
     """The knobs of a bandit GRPO step (the lab's sliders).
@@ -161,12 +172,7 @@ class GRPOConfig:
 
     def __post_init__(self) -> None:
         positive_int(self.group_size, "group_size", minimum=2)
-        nonnegative(self.eps_low, "eps_low")
-        if self.eps_high is not None:
-            nonnegative(self.eps_high, "eps_high")
-        nonnegative(self.beta, "beta")
-        positive(self.lr, "lr")
-        positive_int(self.inner_epochs, "inner_epochs")
+        check_clipped_update(self)
         choice(self.advantage, "advantage", tuple(ADVANTAGES))
         nonnegative(self.adv_eps, "adv_eps")
 

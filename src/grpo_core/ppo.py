@@ -36,7 +36,7 @@ import numpy as np
 
 from grpo_core._validate import finite_array, nonnegative, positive, positive_int, same_shape
 from grpo_core.advantages import group_advantages
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, objective_gradient
+from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, check_clipped_update, objective_gradient
 from grpo_core.kl import kl_k1
 
 
@@ -109,12 +109,7 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         positive_int(self.batch_size, "batch_size", minimum=2)
-        nonnegative(self.eps_low, "eps_low")
-        if self.eps_high is not None:
-            nonnegative(self.eps_high, "eps_high")
-        nonnegative(self.beta, "beta")
-        positive(self.lr, "lr")
-        positive_int(self.inner_epochs, "inner_epochs")
+        check_clipped_update(self)
         if positive(self.value_lr, "value_lr") > 1:
             raise ValueError(f"value_lr must lie in (0, 1], got {self.value_lr}")
         positive_int(self.value_steps, "value_steps")
