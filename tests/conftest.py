@@ -3,6 +3,13 @@
 import shutil
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw from a fixed seed (every run explores the same examples,
+# so a failure reproduces) and have no per-example deadline (a loaded CI
+# machine must not turn a slow example into a failure).
+settings.register_profile("companion", derandomize=True, deadline=None, print_blob=True)
+settings.load_profile("companion")
 
 # Widget views carry a random model_id on every run; what they show is tested
 # in-process (tests/test_lab.py) and in a real browser instead.
