@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from grpo_core import BanditGRPO, GRPOConfig  # noqa: E402
-from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, plot_runs, use_style  # noqa: E402
-from grpo_core.runs import run_seeds, track  # noqa: E402
+from grpo_core import BanditGRPO, GRPOConfig
+from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, plot_runs, use_style
+from grpo_core.runs import run_seeds, track
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def plot_runs(runs, fields=("expected_reward", "p_best", "kl"), *, axes=None, ta
     if axes is None:
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(fields), figsize=(MAX_WIDTH, 2.8), sharex=True)
+        _, axes = plt.subplots(1, len(fields), figsize=(MAX_WIDTH, 2.8), sharex=True)
     axes = np.atleast_1d(axes)
     if axes.size != len(fields):
         raise ValueError(f"axes must hold one Axes per field ({len(fields)}), got {axes.size}")

@@ -1,0 +1,85 @@
+"""The reader-facing conventions of the section notebooks, checked on their MyST sources.
+
+Each notebook names and links the chapter section it accompanies, draws its
+figures with the one shared style (grpo_core.plotting), writes its notation in
+math (not as raw ``π_ref`` or ``r_{i,t}``), and folds every "Try it" answer in a
+form that both Jupyter Book and jupyterlab-myst render folded: an
+``{admonition}`` with ``:class: dropdown``.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+SECTIONS = {
+    "02-critic-cost": "§2",
+    "03-problem-setup": "§3",
+    "04-group-relative-advantage": "§4",
+    "05-group-mean-value-estimate": "§5",
+    "06-clipped-surrogate-and-kl": "§6",
+    "07-algorithm": "§7",
+    "08-ppo-rloo-dpo": "§8",
+    "09-failure-modes": "§9",
+    "10-token-level-grpo": "§10",
+    "12-worked-example": "§12",
+}
+# spans where raw notation is fine: inline code, math, roles, link targets
+PROTECTED = re.compile(r"(``[^`]*``|`[^`\n]*`|\$\$.*?\$\$|\$[^$]+\$|\]\([^)]*\))", re.S)
+RAW_NOTATION = re.compile(
+    r"[πθφσÂ]_|[A-Za-z]_[πθφ]"  # π_ref, θ_old, V_φ written with an underscore
+    r"|[A-Za-zπθ]_\{"  # r_{i,t}
+    r"|\b[A-Za-z]\^[{A-Za-zπθ]"  # V^π, p^G
+    r"|[₀-₉ₐ-ₜ]"  # Unicode subscripts: Â₁
+    r"|\b[RroaAw]_[ijt0-9]\b"  # R_i, o_i, r_1
+)
+
+
+def prose(text: str) -> str:
+    """The Markdown of a MyST notebook without its front matter and code cells."""
+    text = re.sub(r"\A---\n.*?\n---\n", "", text, flags=re.S)
+    return re.sub(r"^```\{code-cell\}.*?^```$", "", text, flags=re.S | re.M)
+
+
+def source(name: str) -> str:
+    return (NOTEBOOKS / f"{name}.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_names_and_links_its_chapter_section(name):
+    first_lines = source(name).split("# ", 1)[1].splitlines()[:4]
+    header = " ".join(first_lines)
+    assert f"Accompanies Chapter 09, **{SECTIONS[name]} " in header
+    assert "](../book/intro.md)" in header
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_uses_the_shared_figure_style(name):
+    text = source(name)
+    assert "use_style()" in text
+    assert "rcParams" not in text
+    assert "tight_layout" not in text  # the style uses constrained layout
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_notation_in_prose_is_typeset(name):
+    text = PROTECTED.sub("", prose(source(name)))
+    hits = [text[max(0, m.start() - 20) : m.end() + 20] for m in RAW_NOTATION.finditer(text)]
+    assert hits == []
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_every_answer_folds(name):
+    text = source(name)
+    answers = re.findall(r"```\{admonition\} Answer\n(\s*)(.*)\n", text)
+    assert answers, "every section notebook ends with 'Try it' answers"
+    assert all(option == ":class: dropdown" for _, option in answers)
+    assert "{dropdown}" not in text  # one form everywhere
+
+
+def test_raw_notation_pattern_catches_what_it_should():
+    for raw in ("π_ref", "θ_old", "V_φ", "r_{i,t}", "V^π", "p^G", "Â₁", "R_i", "o_i"):
+        assert RAW_NOTATION.search(f"the {raw} here"), raw
+    for fine in ("$\\pi_\\mathrm{ref}$", "`dr_grpo`", "group_size", "π(B)", "KL"):
+        assert not RAW_NOTATION.search(PROTECTED.sub("", f"the {fine} here")), fine
