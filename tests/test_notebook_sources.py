@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from grpo_core.plotting import MAX_WIDTH
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SECTIONS = {
     "02-critic-cost": "§2",
@@ -60,6 +62,8 @@ def test_uses_the_shared_figure_style(name):
     assert "use_style()" in text
     assert "rcParams" not in text
     assert "tight_layout" not in text  # the style uses constrained layout
+    widths = [float(w) for w in re.findall(r"figsize=\(([0-9.]+)", text)]
+    assert all(width <= MAX_WIDTH for width in widths), widths
 
 
 @pytest.mark.parametrize("name", SECTIONS)
