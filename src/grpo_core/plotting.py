@@ -51,14 +51,20 @@ STYLE = {
     "svg.fonttype": "none",
     "svg.hashsalt": "grpo-companion",
 }
-"""The rcParams every notebook figure uses (``plt.style.use(STYLE)`` applies it by hand)."""
+"""The rcParams every notebook figure uses (``plt.style.use(STYLE)`` applies it by hand).
+
+:meta hide-value:
+"""
 
 FIELD_LABELS = {
     "expected_reward": r"$V^{\pi}$ (eq. 4)",
     "p_best": r"$\pi(\text{best answer})$",
     "kl": r"$\mathrm{KL}(\pi_\theta \| \pi_\mathrm{ref})$ [nats]",
 }
-"""Axis labels of the :class:`~grpo_core.runs.RunHistory` curves :func:`plot_runs` can draw."""
+"""Axis labels (matplotlib mathtext) of the :class:`~grpo_core.runs.RunHistory` curves :func:`plot_runs` draws.
+
+:meta hide-value:
+"""
 
 
 def use_style() -> None:
