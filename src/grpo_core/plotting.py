@@ -1,8 +1,9 @@
 r"""One figure style for every notebook, and the two plots they share.
 
-Every notebook starts with ``use_style()``: it applies :data:`STYLE` (fonts
-sized so that the smallest text stays at least 9 px when a figure of at most
-:data:`MAX_WIDTH` inches fills the book's text column) and, inside IPython,
+Every notebook starts with ``use_style()``: it applies :data:`STYLE` (10-pt
+text, so that even a mathtext sub- or superscript, at 0.7 of that, stays above
+9 CSS px in a figure of at most :data:`MAX_WIDTH` inches, which the book's
+text column shows at its natural size) and, inside IPython,
 makes inline figures SVG with selectable text, no time stamp and fixed ids, so
 that re-executing a notebook reproduces its stored outputs byte for byte.
 
@@ -27,7 +28,7 @@ from grpo_core._validate import finite_array
 from grpo_core.runs import RunHistory
 
 MAX_WIDTH = 7.0
-"""Widest figure, in inches, that keeps 9-pt text legible in the book's column."""
+"""Widest figure, in inches: 672 CSS px, which the book's column at 1400 px shows unscaled."""
 
 STYLE = {
     "figure.figsize": (6.4, 3.2),
@@ -39,9 +40,9 @@ STYLE = {
     "axes.titlesize": 10,
     "axes.labelsize": 10,
     "figure.titlesize": 11,
-    "xtick.labelsize": 9,
-    "ytick.labelsize": 9,
-    "legend.fontsize": 9,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
     "legend.framealpha": 0.85,
     "axes.grid": True,
     "grid.alpha": 0.3,
