@@ -27,8 +27,10 @@ SETTINGS = {
 
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory):
-    torch.set_num_threads(1)
-    return bridge.save_model_and_tokenizer(tmp_path_factory.mktemp("tiny-llama"), seed=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 19k-parameter model: one thread, as in the notebook
+    yield bridge.save_model_and_tokenizer(tmp_path_factory.mktemp("tiny-llama"), seed=0)
+    torch.set_num_threads(threads)
 
 
 def train(model_dir, tmp_path, **overrides):
