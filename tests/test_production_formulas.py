@@ -21,6 +21,7 @@ from trl.trainer.utils import nanstd
 
 from grpo_core.advantages import group_advantages, rloo_advantages
 from grpo_core.kl import kl_k1, kl_k2, kl_k3, kl_k3_plus, kl_k3_ratio
+from grpo_core.objective import grpo_objective
 from grpo_core.token_loss import grpo_token_loss
 
 # -- transcriptions -----------------------------------------------------------------------------
@@ -510,3 +511,38 @@ def test_expected_kl_gradients_by_enumeration(vectors):
     torch.testing.assert_close(expected(lambda logp, _: kl_k3_plus(logp, ref), on), forward, **close)
     # off-policy (o ~ π_θ_old): only the ratio-weighted k3 keeps the chapter's direction
     torch.testing.assert_close(expected(lambda logp, old: kl_k3_ratio(logp, ref, old), old), forward, **close)
+
+
+# -- the new options refuse bad values, naming the argument ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"delta": 1.2}, "delta must be > 1 \\+ eps_high"),
+        ({"delta": 1.3, "eps_high": 0.3}, "delta must be > 1 \\+ eps_high"),
+        ({"kl_estimator": "k2"}, "kl_estimator must be one of"),
+        ({"importance_sampling_level": "sequences"}, "importance_sampling_level must be one of"),
+    ],
+)
+def test_token_loss_options_refuse_bad_values(options, message):
+    logps = torch.zeros(2, 3, dtype=torch.float64)
+    mask, adv = torch.ones(2, 3), torch.tensor([1.0, -1.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match=message):
+        grpo_token_loss(logps, logps, logps, adv, mask, **options)
+
+
+def test_objective_options_match_the_token_loss_on_one_token_completions():
+    # one action per sample: grpo_objective(kl_estimator, delta) is minus the token loss with the same options
+    rng = np.random.default_rng(3)
+    old = rng.normal(-1.5, 0.3, 6)
+    logp, ref, adv = old + rng.normal(0, 0.6, 6), old + rng.normal(0, 0.5, 6), rng.normal(0, 1, 6)
+    for kl_estimator in ("k3", "k3_ratio", "k3_plus"):
+        ours = grpo_objective(logp, old, ref, adv, beta=0.1, kl_estimator=kl_estimator, delta=1.5)
+        tensors = [torch.tensor(x)[:, None] for x in (logp, old, ref)]
+        loss, _ = grpo_token_loss(
+            *tensors, torch.tensor(adv), torch.ones(6, 1), beta=0.1, kl_estimator=kl_estimator, delta=1.5
+        )
+        assert ours == pytest.approx(-float(loss), rel=1e-12)
+    with pytest.raises(ValueError, match="kl_estimator"):
+        grpo_objective(logp, old, ref, adv, kl_estimator="k1")
