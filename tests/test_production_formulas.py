@@ -466,6 +466,17 @@ def test_verl_dual_clip_is_a_divergence():
     assert float(verl_actor_loss(old, logps, old, adv[:, None], mask, "token-mean")) == pytest.approx(3.0)
 
 
+@settings(max_examples=80, deadline=None)
+@given(token_batches(max_log_ratio=2.0), st.sampled_from(["token-mean", "seq-mean-token-mean"]))
+def test_verl_dual_clip_is_the_two_sided_clip_with_delta_equal_to_clip_ratio_c(batch, verl_mode):
+    # verl's max(min(r·Â, clip(r)·Â), 3·Â) for Â < 0 and TRL's min(min(r, δ)·Â, clip(r)·Â) agree when δ = 3
+    logps, old, _, adv, mask = batch
+    loss_type = "bnpo" if verl_mode == "token-mean" else "grpo"
+    ours, _ = grpo_token_loss(logps, old, None, adv, mask, beta=0.0, loss_type=loss_type, delta=3.0)
+    verl = verl_actor_loss(old, logps, old, adv[:, None], mask, verl_mode)
+    assert float(ours) == pytest.approx(float(verl), rel=1e-9, abs=1e-12)
+
+
 def test_trl_zero_rows_count_in_the_grpo_mean_ours_are_rejected():
     # TRL clamps an empty row's token count to 1, so a masked truncation adds 0 to the sum and 1 to B
     logps = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]], dtype=torch.float64)
