@@ -12,6 +12,9 @@ import torch
 
 from grpo_core import trl_bridge as bridge
 
+# transformers 5.24 warns about its own renames (gradient_checkpointing → activation_checkpointing) inside TRL
+pytestmark = pytest.mark.filterwarnings("ignore:.*checkpointing.*:FutureWarning")
+
 SETTINGS = {
     "defaults": {},
     "scale_rewards=batch": {"scale_rewards": "batch"},
