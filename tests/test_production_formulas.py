@@ -9,15 +9,19 @@ from grpo_core.
 
 import math
 from collections import defaultdict
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from trl import GRPOTrainer
+from trl.trainer.utils import nanstd
 
 from grpo_core.advantages import group_advantages, rloo_advantages
-from grpo_core.kl import kl_k3
+from grpo_core.kl import kl_k1, kl_k2, kl_k3, kl_k3_plus, kl_k3_ratio
+from grpo_core.objective import grpo_objective
 from grpo_core.token_loss import grpo_token_loss
 
 # -- transcriptions -----------------------------------------------------------------------------
@@ -26,14 +30,15 @@ from grpo_core.token_loss import grpo_token_loss
 def trl_advantages(rewards, num_generations, scale_rewards="group"):
     """TRL 1.16.0 ``GRPOTrainer._generate_and_score_completions`` ("sum_then_normalize", one reward function).
 
-    Group mean; std by ``nanstd`` (Bessel-corrected, i.e. ``torch.std``) of the
-    group or of the batch; ``advantages / (std + 1e-4)`` unless "none".
+    Transcribed: these lines sit in the middle of the generation method, which
+    cannot run without a model. It calls TRL's real ``nanstd`` (Bessel-corrected).
+    The real trainer's advantages are checked in ``tests/test_trl_bridge.py``.
     """
     mean = rewards.view(-1, num_generations).mean(dim=1).repeat_interleave(num_generations, dim=0)
     if scale_rewards in ["group", "none"]:
-        std = rewards.view(-1, num_generations).std(dim=1).repeat_interleave(num_generations, dim=0)
+        std = nanstd(rewards.view(-1, num_generations), dim=1).repeat_interleave(num_generations, dim=0)
     else:  # "batch"
-        std = rewards.std().expand_as(rewards)
+        std = nanstd(rewards).expand_as(rewards)
     advantages = rewards - mean
     if scale_rewards != "none":
         advantages = advantages / (std + 1e-4)
@@ -41,32 +46,53 @@ def trl_advantages(rewards, num_generations, scale_rewards="group"):
 
 
 def trl_loss(per_token_logps, old_per_token_logps, ref_per_token_logps, advantages, mask, *, beta, epsilon_low,
-             epsilon_high, loss_type, max_completion_length=None, num_items_in_batch=None):  # fmt: skip
-    """TRL 1.16.0 ``GRPOTrainer._compute_loss``, token-level ratios, one process, no gradient accumulation."""
-    advantages = advantages.unsqueeze(1)
-    coef_1 = torch.exp(per_token_logps - old_per_token_logps)
-    if beta != 0.0:
-        per_token_kl = torch.exp(ref_per_token_logps - per_token_logps) - (ref_per_token_logps - per_token_logps) - 1
-    coef_2 = torch.clamp(coef_1, 1 - epsilon_low, 1 + epsilon_high)
-    per_token_loss = -torch.min(coef_1 * advantages, coef_2 * advantages)
-    if beta != 0.0:
-        per_token_loss = per_token_loss + beta * per_token_kl
-    if loss_type == "grpo":
-        loss = ((per_token_loss * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
-    elif loss_type == "bnpo":
-        loss = (per_token_loss * mask).sum() / mask.sum().clamp(min=1.0)
-    elif loss_type == "dr_grpo":
-        loss = (per_token_loss * mask).sum() / (per_token_loss.size(0) * max_completion_length)
-    else:  # "dapo": num_items_in_batch / num_processes with one process
-        loss = (per_token_loss * mask).sum() / torch.as_tensor(num_items_in_batch).clamp(min=1.0)
-    is_low = (coef_1 < 1 - epsilon_low) & (advantages < 0)
-    is_high = (coef_1 > 1 + epsilon_high) & (advantages > 0)
-    metrics = {
-        "clip_ratio/low_mean": float((is_low * mask).sum() / mask.sum()),
-        "clip_ratio/high_mean": float((is_high * mask).sum() / mask.sum()),
-        "clip_ratio/region_mean": float(((is_low | is_high) * mask).sum() / mask.sum()),
+             epsilon_high, loss_type, max_completion_length=None, num_items_in_batch=None,
+             use_bias_correction_kl=True, delta=None, importance_sampling_level="token"):  # fmt: skip
+    """TRL 1.16.0's own ``GRPOTrainer._compute_loss``, called on a minimal trainer state.
+
+    Not a transcription: the method is TRL's, called unbound with a namespace
+    that holds the attributes it reads (one process, no gradient accumulation,
+    no vLLM, no entropy masking or bonus), and whose
+    ``_get_per_token_logps_and_entropies`` returns ``per_token_logps`` instead
+    of running a model. Returns the loss and the metrics TRL logged.
+    """
+    batch, width = per_token_logps.shape
+    state = SimpleNamespace(
+        top_entropy_quantile=1.0,
+        off_policy_mask_threshold=None,
+        importance_sampling_level=importance_sampling_level,
+        beta=beta,
+        loss_type=loss_type,
+        epsilon_low=epsilon_low,
+        epsilon_high=epsilon_high,
+        max_completion_length=max_completion_length,
+        use_vllm=False,
+        vllm_importance_sampling_correction=False,
+        model=SimpleNamespace(training=True),
+        current_gradient_accumulation_steps=1,
+        accelerator=SimpleNamespace(num_processes=1, reduce=lambda tensor, reduction: tensor, gather=lambda t: t),
+        args=SimpleNamespace(use_bias_correction_kl=use_bias_correction_kl, delta=delta, steps_per_generation=1),
+        _entropy_bonus_enabled=False,
+        aux_loss_enabled=False,
+        _metrics={"train": defaultdict(list)},
+        _get_per_token_logps_and_entropies=lambda *args, **kwargs: (
+            per_token_logps,
+            torch.zeros_like(per_token_logps),
+            None,
+        ),
+    )
+    inputs = {
+        "prompt_ids": torch.zeros(batch, 1, dtype=torch.long),
+        "prompt_mask": torch.ones(batch, 1, dtype=torch.long),
+        "completion_ids": torch.zeros(batch, width, dtype=torch.long),
+        "completion_mask": mask,
+        "advantages": advantages,
+        "old_per_token_logps": old_per_token_logps,
+        "ref_per_token_logps": ref_per_token_logps,
+        "num_items_in_batch": torch.tensor(float(mask.sum() if num_items_in_batch is None else num_items_in_batch)),
     }
-    return loss, metrics
+    loss = GRPOTrainer._compute_loss(state, None, inputs)
+    return loss, {name: values[-1] for name, values in state._metrics["train"].items()}
 
 
 def verl_grpo_advantages(scores, index, epsilon=1e-6, norm_adv_by_std_in_grpo=True):
@@ -110,6 +136,13 @@ def verl_low_var_kl(logprob, ref_logprob):
     return torch.clamp(torch.exp(kl) - kl - 1, min=-10, max=10)
 
 
+def verl_k3_plus(logprob, ref_logprob):
+    """verl 0.9.1 ``core_algos.kl_penalty(..., "k3+")``: k3's value, k2's gradient (straight through)."""
+    forward_score = verl_low_var_kl(logprob, ref_logprob)
+    backward_score = 0.5 * (logprob - ref_logprob).square()
+    return backward_score - backward_score.detach() + forward_score.detach()
+
+
 def verl_actor_loss(old_log_prob, log_prob, ref_log_prob, advantages, response_mask, loss_agg_mode, *,
                     clip_ratio=0.2, clip_ratio_c=3.0, kl_loss_coef=0.0, loss_scale_factor=None):  # fmt: skip
     """verl 0.9.1 ``compute_policy_loss_vanilla`` (dual clip) + ``workers/utils/losses.py`` KL loss term."""
@@ -124,20 +157,45 @@ def verl_actor_loss(old_log_prob, log_prob, ref_log_prob, advantages, response_m
     return loss + kl * kl_loss_coef
 
 
-def openrlhf_advantages(rewards, estimator):
-    """OpenRLHF 0.11.2 ``ExperienceMaker.compute_advantages_and_returns``, rewards shaped (prompts, n_samples)."""
+def openrlhf_advantages(rewards, estimator, no_std_norm=False):
+    """OpenRLHF 0.11.2 ``ExperienceMaker.compute_advantages_and_returns``, rewards shaped (prompts, n_samples).
+
+    One token per completion and no KL in the reward, so each completion's
+    return is its reward and the batch whitening of "reinforce_baseline" is over
+    completions (with longer completions it is token-weighted).
+    """
     n = rewards.shape[-1]
     if estimator == "rloo":
         return rewards - (rewards.sum(-1, keepdim=True) - rewards) / (n - 1)
-    if estimator == "dr_grpo":
-        return rewards - rewards.mean(-1, keepdim=True)
+    if estimator in ["reinforce_baseline", "dr_grpo"]:
+        rewards = rewards - rewards.mean(-1, keepdim=True)
+        if estimator == "dr_grpo":
+            return rewards
+        mean = rewards.mean()  # "Normalize advantages across all experiences"
+        rstd = 1 if no_std_norm else ((rewards - mean).pow(2).mean()).clamp(min=1e-8).rsqrt()
+        return (rewards - mean) * rstd
     return (rewards - rewards.mean(-1, keepdim=True)) / (rewards.std(-1, keepdim=True) + 1e-9)  # "group_norm"
 
 
+def openrlhf_approx_kl(log_probs, log_probs_base, log_probs_old=None, kl_estimator="k3", unbiased_gradient=False):
+    """OpenRLHF 0.11.2 ``openrlhf/models/utils.py::compute_approx_kl`` (k1 and k3; ``KL_IS_WEIGHT_CLIP = 10``)."""
+    log_ratio = log_probs.float() - log_probs_base.float()
+    if kl_estimator == "k1":
+        value = log_ratio
+    else:  # "k3"
+        k3_log_ratio = log_ratio.clamp(min=-10)
+        value = (-k3_log_ratio).exp() - 1 + k3_log_ratio
+    value = value.clamp(min=-10, max=10)
+    if not unbiased_gradient:
+        return value
+    w = 1.0 if log_probs_old is None else (log_probs.float() - log_probs_old.float()).exp().clamp(max=10.0).detach()
+    grad_surrogate = w * (log_ratio**2 / 2.0)
+    return value.detach() + grad_surrogate - grad_surrogate.detach()
+
+
 def openrlhf_k3(log_probs, log_probs_base):
-    """OpenRLHF 0.11.2 ``openrlhf/models/utils.py::compute_approx_kl(kl_estimator="k3")``."""
-    log_ratio = (log_probs.float() - log_probs_base.float()).clamp(min=-10)
-    return ((-log_ratio).exp() - 1 + log_ratio).clamp(min=-10, max=10)
+    """OpenRLHF 0.11.2 ``compute_approx_kl(kl_estimator="k3")``, the default gradient path."""
+    return openrlhf_approx_kl(log_probs, log_probs_base)
 
 
 # -- strategies -----------------------------------------------------------------------------------
@@ -198,7 +256,9 @@ def test_trl_advantages_are_group_advantages_with_eps_1e4_ddof_1(rewards, scale)
         return
     expected = trl_advantages(torch.tensor(rewards.reshape(-1)), rewards.shape[1], scale).numpy()
     ours = group_advantages(rewards, eps=1e-4, ddof=1, scale=scale).reshape(-1)
-    np.testing.assert_allclose(ours, expected, rtol=1e-9, atol=1e-12)
+    # TRL's nanstd computes Bessel's factor count / (count - 1) from integer counts, in torch's default
+    # float32 even for float64 rewards: relative differences up to ~3e-8
+    np.testing.assert_allclose(ours, expected, rtol=1e-7, atol=1e-12)
 
 
 @settings(max_examples=60, deadline=None)
@@ -223,6 +283,18 @@ def test_openrlhf_estimators(rewards):
     np.testing.assert_allclose(rloo_advantages(rewards), openrlhf_advantages(torch_rewards, "rloo"), atol=1e-12)
 
 
+@settings(max_examples=60, deadline=None)
+@given(rewards_batches, st.booleans())
+def test_openrlhf_reinforce_baseline_is_the_group_mean_then_batch_whitening(rewards, no_std_norm):
+    # not eq. (3): centre on the group mean (Dr. GRPO's Â), then whiten over the whole batch
+    centered = group_advantages(rewards, scale="none")
+    whitened = centered - centered.mean()
+    if not no_std_norm:
+        whitened = whitened / np.sqrt(max(whitened.var(), 1e-8))
+    expected = openrlhf_advantages(torch.tensor(rewards), "reinforce_baseline", no_std_norm)
+    np.testing.assert_allclose(whitened, expected, atol=1e-9)
+
+
 # -- the KL estimator -----------------------------------------------------------------------------
 
 
@@ -245,6 +317,58 @@ def test_k3_is_verl_low_var_kl_and_openrlhf_k3_inside_their_clamps(pairs):
     assert bool((verl_low_var_kl(logp, ref) <= 10).all())
 
 
+log_prob_triples = st.lists(
+    st.tuples(st.floats(-6, -0.01), st.floats(-1.5, 1.5), st.floats(-1.0, 1.0)), min_size=1, max_size=20
+)
+
+
+def _per_token_grad(estimator, logp, *others):
+    logp = logp.clone().requires_grad_()
+    (grad,) = torch.autograd.grad(estimator(logp, *others).sum(), logp)
+    return grad
+
+
+@settings(max_examples=80, deadline=None)
+@given(log_prob_triples)
+def test_k3_plus_is_verl_k3_plus_value_and_gradient(triples):
+    logp, ref_shift, _ = (torch.tensor(column, dtype=torch.float64) for column in zip(*triples, strict=True))
+    ref = logp + ref_shift
+    torch.testing.assert_close(kl_k3_plus(logp, ref), verl_k3_plus(logp, ref), rtol=1e-12, atol=1e-12)
+    ours, verl = _per_token_grad(kl_k3_plus, logp, ref), _per_token_grad(verl_k3_plus, logp, ref)
+    torch.testing.assert_close(ours, verl, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours, kl_k1(logp, ref), rtol=1e-12, atol=1e-12)  # ∇k2 = k1 · ∇log π
+    assert np.array_equal(kl_k3_plus(logp.numpy(), ref.numpy()), kl_k3(logp.numpy(), ref.numpy()))
+
+
+@settings(max_examples=80, deadline=None)
+@given(log_prob_triples)
+def test_k3_ratio_gradient_is_openrlhf_unbiased_gradient(triples):
+    # ∇(r·k3) = r·k1·∇log π per token, which is OpenRLHF's unbiased_gradient (its weight w = r, capped at 10);
+    # the values differ: OpenRLHF keeps k3's value, TRL's r·k3 is the importance-weighted one
+    logp, ref_shift, old_shift = (torch.tensor(column, dtype=torch.float64) for column in zip(*triples, strict=True))
+    ref, old = logp + ref_shift, logp + old_shift  # |log r| <= 1 keeps w = r < 10
+    ours = _per_token_grad(kl_k3_ratio, logp, ref, old)
+
+    def openrlhf(logp, ref, old):
+        return openrlhf_approx_kl(logp, ref, old, "k3", unbiased_gradient=True)
+
+    torch.testing.assert_close(ours, _per_token_grad(openrlhf, logp, ref, old).double(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(ours, torch.exp(logp - old) * kl_k1(logp, ref), rtol=1e-12, atol=1e-12)
+    ratio = torch.exp(logp - old)
+    torch.testing.assert_close(kl_k3_ratio(logp, ref, old), ratio * kl_k3(logp, ref), rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(log_prob_triples)
+def test_plain_k3_gradient_is_not_the_chapter_direction(triples):
+    # ∇k3 = (1 − π_ref/π_θ)·∇log π: whose expectation under π_θ is ∇KL(π_ref‖π_θ), not k1's weight
+    logp, ref_shift, _ = (torch.tensor(column, dtype=torch.float64) for column in zip(*triples, strict=True))
+    ref = logp + ref_shift
+    grad = _per_token_grad(kl_k3, logp, ref)
+    torch.testing.assert_close(grad, 1 - torch.exp(ref - logp), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(_per_token_grad(kl_k2, logp, ref), kl_k1(logp, ref), rtol=1e-12, atol=1e-12)
+
+
 # -- the loss --------------------------------------------------------------------------------------
 
 
@@ -262,21 +386,56 @@ def test_two_completion_golden_from_trl_formula(loss_type, golden):
     assert float(ours) == pytest.approx(golden, abs=1e-15)
 
 
+CLIP_METRICS = ("clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean")
+
+
 @settings(max_examples=100, deadline=None)
-@given(token_batches(), st.sampled_from(["grpo", "bnpo", "dr_grpo", "dapo"]), st.floats(0.0, 0.1), st.floats(0.0, 0.1))
-def test_trl_compute_loss_equals_grpo_token_loss(batch, loss_type, beta, extra):
+@given(
+    token_batches(max_log_ratio=1.0),
+    st.sampled_from(["grpo", "bnpo", "dr_grpo", "dapo"]),
+    st.floats(0.0, 0.1),
+    st.floats(0.0, 0.1),
+    st.booleans(),
+    st.sampled_from([None, 1.5, 2.0]),
+    st.sampled_from(["token", "sequence"]),
+)
+def test_trl_compute_loss_equals_grpo_token_loss(batch, loss_type, beta, extra, bias_correction, delta, level):
+    # TRL's use_bias_correction_kl=True (its default) is kl_estimator="k3_ratio"; False is eq. (8)'s plain k3
     logps, old, ref, adv, mask = batch
+    logps = logps.clone().requires_grad_()
     width = logps.shape[1]
     options = {"max_completion_length": width + 2, "num_items_in_batch": int(mask.sum()) + 3}
     trl, trl_metrics = trl_loss(
-        logps, old, ref, adv, mask, beta=beta, epsilon_low=0.2, epsilon_high=0.2 + extra, loss_type=loss_type, **options
-    )
+        logps, old, ref, adv, mask, beta=beta, epsilon_low=0.2, epsilon_high=0.2 + extra, loss_type=loss_type,
+        use_bias_correction_kl=bias_correction, delta=delta, importance_sampling_level=level, **options,
+    )  # fmt: skip
+    (trl_grad,) = torch.autograd.grad(trl, logps)
     ours, metrics = grpo_token_loss(
-        logps, old, ref, adv, mask, beta=beta, eps_low=0.2, eps_high=0.2 + extra, loss_type=loss_type, **options
-    )
-    assert float(ours) == pytest.approx(float(trl), rel=1e-10, abs=1e-12)
-    for name, value in trl_metrics.items():
-        assert metrics[name] == pytest.approx(value, abs=1e-12)
+        logps, old, ref, adv, mask, beta=beta, eps_low=0.2, eps_high=0.2 + extra, loss_type=loss_type,
+        kl_estimator="k3_ratio" if bias_correction else "k3", delta=delta, importance_sampling_level=level, **options,
+    )  # fmt: skip
+    (grad,) = torch.autograd.grad(ours, logps)
+    assert float(ours.detach()) == pytest.approx(float(trl.detach()), rel=1e-10, abs=1e-12)
+    torch.testing.assert_close(grad, trl_grad, rtol=1e-9, atol=1e-12)
+    if beta > 0:
+        assert metrics["kl"] == pytest.approx(trl_metrics["kl"], rel=1e-10, abs=1e-12)
+    if level == "token":  # at the sequence level TRL counts clipped sequences, grpo_token_loss clipped tokens
+        for name in CLIP_METRICS:
+            assert metrics[name] == pytest.approx(trl_metrics[name], abs=1e-12)
+
+
+def test_trl_counts_sequence_level_clips_per_sequence_grpo_core_per_token():
+    # two completions of 1 and 3 tokens, sequence ratios e^{+1} and 1 with Â = +1: the first is clipped
+    logps = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]], dtype=torch.float64)
+    old = torch.zeros_like(logps)
+    mask = torch.tensor([[1, 0, 0], [1, 1, 1]], dtype=torch.int32)
+    adv = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    options = {"beta": 0.0, "loss_type": "bnpo", "importance_sampling_level": "sequence"}
+    trl, trl_metrics = trl_loss(logps, old, None, adv, mask, epsilon_low=0.2, epsilon_high=0.2, **options)
+    ours, metrics = grpo_token_loss(logps, old, None, adv, mask, **options)
+    assert float(ours) == pytest.approx(float(trl), abs=1e-15)
+    assert trl_metrics["clip_ratio/high_mean"] == pytest.approx(1 / 2)  # one of two sequences
+    assert metrics["clip_ratio/high_mean"] == pytest.approx(1 / 4)  # one of four tokens
 
 
 @settings(max_examples=100, deadline=None)
@@ -307,6 +466,17 @@ def test_verl_dual_clip_is_a_divergence():
     assert float(verl_actor_loss(old, logps, old, adv[:, None], mask, "token-mean")) == pytest.approx(3.0)
 
 
+@settings(max_examples=80, deadline=None)
+@given(token_batches(max_log_ratio=2.0), st.sampled_from(["token-mean", "seq-mean-token-mean"]))
+def test_verl_dual_clip_is_the_two_sided_clip_with_delta_equal_to_clip_ratio_c(batch, verl_mode):
+    # verl's max(min(r·Â, clip(r)·Â), 3·Â) for Â < 0 and TRL's min(min(r, δ)·Â, clip(r)·Â) agree when δ = 3
+    logps, old, _, adv, mask = batch
+    loss_type = "bnpo" if verl_mode == "token-mean" else "grpo"
+    ours, _ = grpo_token_loss(logps, old, None, adv, mask, beta=0.0, loss_type=loss_type, delta=3.0)
+    verl = verl_actor_loss(old, logps, old, adv[:, None], mask, verl_mode)
+    assert float(ours) == pytest.approx(float(verl), rel=1e-9, abs=1e-12)
+
+
 def test_trl_zero_rows_count_in_the_grpo_mean_ours_are_rejected():
     # TRL clamps an empty row's token count to 1, so a masked truncation adds 0 to the sum and 1 to B
     logps = torch.tensor([[-1.0, -1.0], [-1.0, -1.0]], dtype=torch.float64)
@@ -318,3 +488,72 @@ def test_trl_zero_rows_count_in_the_grpo_mean_ours_are_rejected():
         grpo_token_loss(logps, logps, None, adv, mask, beta=0.0)
     kept, _ = grpo_token_loss(logps[:1], logps[:1], None, adv[:1], mask[:1], beta=0.0)
     assert float(kept) == pytest.approx(-1.0)  # dropping the row first: the mean is over the kept completion
+
+
+# -- the expected gradient of each KL estimator, by enumeration (notebook 06) ----------------------
+
+logit_vectors = st.lists(st.floats(-3, 3), min_size=2, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.tuples(logit_vectors, logit_vectors, logit_vectors).filter(lambda t: len({len(v) for v in t}) == 1))
+def test_expected_kl_gradients_by_enumeration(vectors):
+    theta0, ref_logits, old_logits = (torch.tensor(v, dtype=torch.float64) for v in vectors)
+    ref, old = torch.log_softmax(ref_logits, -1), torch.log_softmax(old_logits, -1)
+
+    def expected(estimator, sampling_logp):
+        theta = theta0.clone().requires_grad_()
+        logp = torch.log_softmax(theta, -1)
+        (grad,) = torch.autograd.grad((sampling_logp.exp() * estimator(logp, old)).sum(), theta)
+        return grad
+
+    def exact(kl):
+        theta = theta0.clone().requires_grad_()
+        (grad,) = torch.autograd.grad(kl(torch.log_softmax(theta, -1)), theta)
+        return grad
+
+    forward = exact(lambda logp: (logp.exp() * (logp - ref)).sum())  # ∇KL(π_θ‖π_ref)
+    reverse = exact(lambda logp: (ref.exp() * (ref - logp)).sum())  # ∇KL(π_ref‖π_θ)
+    on = torch.log_softmax(theta0, -1)
+    close = {"rtol": 1e-9, "atol": 1e-12}
+    torch.testing.assert_close(expected(lambda logp, _: kl_k1(logp, ref), on), torch.zeros_like(forward), **close)
+    torch.testing.assert_close(expected(lambda logp, _: kl_k2(logp, ref), on), forward, **close)
+    torch.testing.assert_close(expected(lambda logp, _: kl_k3(logp, ref), on), reverse, **close)
+    torch.testing.assert_close(expected(lambda logp, _: kl_k3_plus(logp, ref), on), forward, **close)
+    # off-policy (o ~ π_θ_old): only the ratio-weighted k3 keeps the chapter's direction
+    torch.testing.assert_close(expected(lambda logp, old: kl_k3_ratio(logp, ref, old), old), forward, **close)
+
+
+# -- the new options refuse bad values, naming the argument ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"delta": 1.2}, "delta must be > 1 \\+ eps_high"),
+        ({"delta": 1.3, "eps_high": 0.3}, "delta must be > 1 \\+ eps_high"),
+        ({"kl_estimator": "k2"}, "kl_estimator must be one of"),
+        ({"importance_sampling_level": "sequences"}, "importance_sampling_level must be one of"),
+    ],
+)
+def test_token_loss_options_refuse_bad_values(options, message):
+    logps = torch.zeros(2, 3, dtype=torch.float64)
+    mask, adv = torch.ones(2, 3), torch.tensor([1.0, -1.0], dtype=torch.float64)
+    with pytest.raises(ValueError, match=message):
+        grpo_token_loss(logps, logps, logps, adv, mask, **options)
+
+
+def test_objective_options_match_the_token_loss_on_one_token_completions():
+    # one action per sample: grpo_objective(kl_estimator, delta) is minus the token loss with the same options
+    rng = np.random.default_rng(3)
+    old = rng.normal(-1.5, 0.3, 6)
+    logp, ref, adv = old + rng.normal(0, 0.6, 6), old + rng.normal(0, 0.5, 6), rng.normal(0, 1, 6)
+    for kl_estimator in ("k3", "k3_ratio", "k3_plus"):
+        ours = grpo_objective(logp, old, ref, adv, beta=0.1, kl_estimator=kl_estimator, delta=1.5)
+        tensors = [torch.tensor(x)[:, None] for x in (logp, old, ref)]
+        loss, _ = grpo_token_loss(
+            *tensors, torch.tensor(adv), torch.ones(6, 1), beta=0.1, kl_estimator=kl_estimator, delta=1.5
+        )
+        assert ours == pytest.approx(-float(loss), rel=1e-12)
+    with pytest.raises(ValueError, match="kl_estimator"):
+        grpo_objective(logp, old, ref, adv, kl_estimator="k1")

@@ -8,14 +8,21 @@ divergence", 2020). Each estimates :math:`\mathrm{KL}(\pi_\theta\,\|\,\pi_\mathr
 * k1 = :math:`-\log\rho` — unbiased, but negative on some samples, high variance;
 * k2 = :math:`\tfrac12(\log\rho)^2` — always ≥ 0, biased, low variance;
 * k3 = :math:`\rho - \log\rho - 1` — eq. (8): unbiased and always ≥ 0.
+
+Unbiased *values* do not make unbiased *gradients*. For :math:`o\sim\pi_\theta`,
+:math:`\mathbb E[\nabla k_1] = 0`, :math:`\mathbb E[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`
+and :math:`\mathbb E[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the other direction.
+Two corrections restore the chapter's direction: :func:`kl_k3_ratio` (TRL's
+``use_bias_correction_kl``) and :func:`kl_k3_plus` (verl's ``"k3+"``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._backend import namespace
+from grpo_core._backend import is_torch, namespace
 from grpo_core._validate import finite_array, probabilities, same_shape
+from grpo_core.clipping import importance_ratio
 
 
 def _log_ratio(logp, ref_logp):
@@ -44,6 +51,34 @@ def kl_k3(logp, ref_logp):
     """
     log_ratio = _log_ratio(logp, ref_logp)
     return namespace(log_ratio).expm1(log_ratio) - log_ratio
+
+
+def kl_k3_ratio(logp, ref_logp, old_logp):
+    r"""Eq. (8) times the ratio of eq. (6): :math:`r\,k_3`, TRL's ``use_bias_correction_kl=True``.
+
+    TRL 1.16.0 multiplies each token's k3 by the *unclipped* importance ratio
+    :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}` (its default), and the
+    gradient flows through both factors. For :math:`o\sim\pi_{\theta_\mathrm{old}}`,
+    :math:`\mathbb E[\nabla(r\,k_3)] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`,
+    the chapter's direction, where plain k3 gives :math:`\nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`.
+    """
+    return importance_ratio(logp, old_logp) * kl_k3(logp, ref_logp)
+
+
+def kl_k3_plus(logp, ref_logp):
+    r"""The value of k3 (eq. 8) with the gradient of k2: verl's ``kl_penalty(..., "k3+")``.
+
+    In torch, :math:`k_2 + (k_3 - k_2)` with the bracket detached (a
+    straight-through estimator): the value is unbiased for
+    :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` and the expected gradient,
+    for :math:`o\sim\pi_\theta`, is :math:`\nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
+    On NumPy arrays, which carry no gradient, it is k3.
+    """
+    k3 = kl_k3(logp, ref_logp)
+    if not is_torch(k3):
+        return k3
+    k2 = kl_k2(logp, ref_logp)
+    return k2 + (k3 - k2).detach()
 
 
 def categorical_kl(p, q) -> np.ndarray:

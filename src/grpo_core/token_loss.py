@@ -30,6 +30,14 @@ only place where the trainers differ, and the source of length bias (§9):
 
 When every completion is a single token all four agree, and the loss is
 minus the bandit objective :func:`grpo_core.objective.grpo_objective`.
+
+Three options reproduce production variants of eqs. (6)–(8) (TRL 1.16.0):
+``importance_sampling_level="sequence"`` replaces the per-token ratio by GSPO's
+sequence ratio (:func:`~grpo_core.clipping.sequence_importance_ratio`);
+``delta`` is the two-sided clip (:func:`~grpo_core.clipping.clipped_surrogate`);
+``kl_estimator`` picks the KL term: ``"k3"`` (eq. 8), ``"k3_ratio"``
+(:func:`~grpo_core.kl.kl_k3_ratio`, TRL's default ``use_bias_correction_kl=True``)
+or ``"k3_plus"`` (:func:`~grpo_core.kl.kl_k3_plus`, verl's ``"k3+"``).
 """
 
 from __future__ import annotations
@@ -37,10 +45,12 @@ from __future__ import annotations
 import torch
 
 from grpo_core._validate import choice, finite_array, nonnegative, positive_int
-from grpo_core.clipping import clip_masks, clipped_surrogate, importance_ratio
-from grpo_core.kl import kl_k3
+from grpo_core.clipping import clip_masks, clipped_surrogate, importance_ratio, sequence_importance_ratio
+from grpo_core.kl import kl_k3, kl_k3_plus
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
+IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 
 def _tensor(value, name: str) -> torch.Tensor:
@@ -100,6 +110,9 @@ def grpo_token_loss(
     loss_type: str = "grpo",
     max_completion_length: int | None = None,
     num_items_in_batch: int | None = None,
+    kl_estimator: str = "k3",
+    delta: float | None = None,
+    importance_sampling_level: str = "token",
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The GRPO loss (the negative of eq. 9) over a batch of completions.
 
@@ -123,6 +136,12 @@ def grpo_token_loss(
         be at least the longest completion.
     num_items_in_batch : the token count of the global batch, for "dapo"
         (default: the tokens of this batch); at least the tokens of this batch.
+    kl_estimator : {"k3", "k3_ratio", "k3_plus"}, the per-token KL term
+        (see the module docstring); ``metrics["kl"]`` is its masked token mean.
+    delta : the two-sided clip's cap on the ratio, > 1 + eps_high, or None.
+    importance_sampling_level : {"token", "sequence"}: the ratio of eq. (6)
+        per token, or the sequence ratio broadcast over the completion's tokens;
+        the clip, the clip metrics and "k3_ratio" all use it.
 
     Returns
     -------
@@ -130,7 +149,8 @@ def grpo_token_loss(
     metrics : dict with the names TRL logs: ``"clip_ratio/low_mean"``,
         ``"clip_ratio/high_mean"``, ``"clip_ratio/region_mean"`` (fractions of
         tokens whose clip is active, as in :func:`grpo_core.clipping.clip_masks`),
-        ``"kl"`` (mean k3 over tokens, when ``ref_logps`` is given) and ``"loss"``.
+        ``"kl"`` (masked token mean of the KL term, when ``ref_logps`` is
+        given) and ``"loss"``.
 
     Every (B, T) input is checked once for NaN/inf, by the formula that first
     uses it (:func:`~grpo_core.clipping.importance_ratio`,
@@ -151,6 +171,8 @@ def grpo_token_loss(
     if ref_logps is not None:
         ref_logps = _log_probs(ref_logps, "ref_logps", shape)
     choice(loss_type, "loss_type", LOSS_TYPES)
+    choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
+    choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
     num_tokens = lengths.sum()
     if loss_type == "dr_grpo":
         longest = int(lengths.max())
@@ -165,15 +187,24 @@ def grpo_token_loss(
             raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
 
     adv = advantages.to(logps.dtype).unsqueeze(-1).expand(shape)  # a view: Â_i on every token of completion i
-    ratio = importance_ratio(logps, old_logps.detach())
-    per_token = -clipped_surrogate(ratio, adv, eps_low, eps_high)
+    if importance_sampling_level == "token":
+        ratio = importance_ratio(logps, old_logps.detach())
+    else:
+        ratio = sequence_importance_ratio(logps, old_logps.detach(), mask).expand(shape)
+    per_token = -clipped_surrogate(ratio, adv, eps_low, eps_high, delta)
     metrics: dict[str, float] = {}
     if ref_logps is not None:
-        k3 = kl_k3(logps, ref_logps.detach())
+        ref_logps = ref_logps.detach()
+        if kl_estimator == "k3":
+            kl = kl_k3(logps, ref_logps)
+        elif kl_estimator == "k3_plus":
+            kl = kl_k3_plus(logps, ref_logps)
+        else:  # "k3_ratio", grpo_core.kl.kl_k3_ratio with the ratio in use (unclipped)
+            kl = ratio * kl_k3(logps, ref_logps)
         if beta > 0:
-            per_token = per_token + beta * k3
+            per_token = per_token + beta * kl
         with torch.no_grad():
-            metrics["kl"] = float((k3 * mask).sum() / num_tokens)
+            metrics["kl"] = float((kl * mask).sum() / num_tokens)
 
     token_sum = per_token * mask
     if loss_type == "grpo":

@@ -30,6 +30,7 @@ NOTEBOOKS = (
     "notebooks/10-token-level-grpo",
     "notebooks/11-bandit-lab",
     "notebooks/12-worked-example",
+    "notebooks/13-from-companion-to-trl",
 )
 NOTEBOOK_SUFFIXES = (".md", ".ipynb")
 

@@ -1,0 +1,93 @@
+"""TRL 1.16.0's real GRPOTrainer, recomputed by grpo_core (notebooks/13-from-companion-to-trl).
+
+Each test trains the tiny local Llama of ``grpo_core.trl_bridge`` with TRL's
+``GRPOTrainer`` on CPU, offline, for two optimizer steps on one batch (so the
+second step has ratios != 1 and active clipping), and checks every quantity
+of every step against ``grpo_core``. A TRL upgrade that changes a formula fails
+with the name of the quantity that moved, the setting and the step.
+"""
+
+import pytest
+import torch
+
+from grpo_core import trl_bridge as bridge
+
+# transformers 5.24 warns about its own renames (gradient_checkpointing → activation_checkpointing) inside TRL
+pytestmark = pytest.mark.filterwarnings("ignore:.*checkpointing.*:FutureWarning")
+
+SETTINGS = {
+    "defaults": {},
+    "scale_rewards=batch": {"scale_rewards": "batch"},
+    "scale_rewards=none": {"scale_rewards": "none"},
+    "loss_type=grpo": {"loss_type": "grpo"},
+    "loss_type=bnpo": {"loss_type": "bnpo"},
+    "loss_type=dr_grpo": {"loss_type": "dr_grpo"},
+    "beta=0": {"beta": 0.0},
+    "use_bias_correction_kl=False": {"use_bias_correction_kl": False},
+    "delta=1.5": {"delta": 1.5},
+}
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 19k-parameter model: one thread, as in the notebook
+    yield bridge.save_model_and_tokenizer(tmp_path_factory.mktemp("tiny-llama"), seed=0)
+    torch.set_num_threads(threads)
+
+
+def train(model_dir, tmp_path, **overrides):
+    config = bridge.bridge_config(tmp_path / "run", max_steps=2, **overrides)
+    return config, bridge.run(config, model_dir, quiet=True)
+
+
+def moved_quantities(config, trainer):
+    return [
+        f"{name} at step {record.step}: TRL {theirs!r}, grpo_core {ours!r}"
+        for record in trainer.records
+        for name, theirs, ours, difference in bridge.compare(record, config)
+        if not bridge.agrees(theirs, difference)
+    ]
+
+
+@pytest.mark.parametrize("overrides", SETTINGS.values(), ids=SETTINGS.keys())
+def test_grpo_core_reproduces_every_logged_quantity(model_dir, tmp_path, overrides):
+    config, trainer = train(model_dir, tmp_path, **overrides)
+    assert [record.step for record in trainer.records] == [1, 2]
+    compared = {name for record in trainer.records for name, *_ in bridge.compare(record, config)}
+    expected = {"advantages", "grad", "loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
+    assert compared == expected | ({"kl"} if config.beta > 0 else set())
+    assert moved_quantities(config, trainer) == []
+
+
+def test_the_second_iteration_is_off_policy_and_clips(model_dir, tmp_path):
+    # without ratios != 1 the clip comparison would be vacuous: step 1 is on-policy, step 2 is not
+    _, trainer = train(model_dir, tmp_path)
+    first, second = trainer.records
+    assert torch.equal(first.old_logps, first.logps)  # same weights, same inputs: ratio exactly 1
+    assert float((second.logps - second.old_logps).abs().max()) > 0.1
+    assert second.logged["clip_ratio/region_mean"] > 0.1
+    assert second.logged["kl"] > 0
+
+
+def test_trl_default_kl_is_the_ratio_weighted_k3(model_dir, tmp_path):
+    # TRL 1.16.0's use_bias_correction_kl=True: recomputing with plain k3 must NOT reproduce TRL's gradient
+    config, trainer = train(model_dir, tmp_path)
+    record = trainer.records[1]
+    assert config.use_bias_correction_kl is True
+    plain = bridge.recompute(record, bridge.bridge_config(tmp_path / "run", use_bias_correction_kl=False))
+    assert float((plain["grad"] - record.grad).abs().max()) > 1e-5
+    assert not bridge.agrees(record.logged["kl"], abs(plain["kl"] - record.logged["kl"]))
+
+
+def test_sequence_level_loss_agrees_but_trl_counts_clips_per_sequence(model_dir, tmp_path):
+    # importance_sampling_level="sequence": loss, gradient and KL agree; TRL's clip fractions are over
+    # sequences ((B, 1) flags), grpo_token_loss's over tokens (the sequence ratio broadcast)
+    config, trainer = train(model_dir, tmp_path, importance_sampling_level="sequence")
+    moved = {line.split(" at ")[0] for line in moved_quantities(config, trainer)}
+    assert moved <= {"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
+    record = trainer.records[1]
+    ratio = torch.exp(((record.logps - record.old_logps) * record.mask).sum(-1) / record.mask.sum(-1))
+    advantages = record.advantages
+    low, high = (ratio < 1 - config.epsilon) & (advantages < 0), (ratio > 1 + config.epsilon) & (advantages > 0)
+    assert record.logged["clip_ratio/region_mean"] == pytest.approx(float((low | high).float().mean()), abs=1e-6)
