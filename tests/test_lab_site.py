@@ -116,6 +116,20 @@ def ledger_top(page) -> str:
     return live(page).locator(".grpo-lab-ledger li").first.inner_text().strip()
 
 
+SLOTS = """() => {
+  const lab = document.querySelector('.grpo-lab-live').getBoundingClientRect();
+  return ['warning', 'group', 'policy', 'curves', 'ledger', 'progress'].map((name) => {
+    const box = document.querySelector(`.grpo-lab-live .grpo-lab-${name}`).getBoundingClientRect();
+    return [name, box.left - lab.left, box.top - lab.top, box.width, box.height];
+  });
+}"""
+
+
+def slots(page) -> list:
+    """Where each view sits inside the live lab (offsets from the lab's corner, sizes)."""
+    return page.evaluate(SLOTS)
+
+
 def engine_logits(page) -> np.ndarray:
     return np.array(page.evaluate("() => GRPOLab.labs[0].run.logits"))
 
@@ -155,7 +169,7 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
     lab = live(page)
     assert card(page, "step") == "0" and card(page, "pB") == "0.250" and card(page, "mean") == "—"
     assert "No group yet" in lab.locator(".grpo-lab-group").inner_text()
-    box = {name: lab.locator(f".grpo-lab-{name}").bounding_box() for name in ("curves", "ledger")}
+    box = slots(page)
 
     lab.locator("button.grpo-lab-sample").click()
     assert card(page, "mean") != "—" and card(page, "clip") == "—"
@@ -229,7 +243,7 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
         if lab.locator(".grpo-lab-warning .grpo-warning").count():
             break
     assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
-    assert {name: lab.locator(f".grpo-lab-{name}").bounding_box() for name in ("curves", "ledger")} == box, (
+    assert slots(page) == box, (
         "the banner, the group and the progress bar keep their slots: nothing below moved"
     )
     watch.assert_clean()
@@ -285,10 +299,13 @@ def test_the_lab_page_fits_every_width(browser, site, width):
         scroll, inner = page.evaluate(OVERFLOW)
         assert scroll <= inner, f"the §11 page scrolls sideways at {width} px ({scroll} > {inner})"
         layout = page.evaluate(LAYOUT)
-        if width < 900:
-            assert layout["controls"][1] <= layout["views"][1], "below 900 px the views stack under the controls"
+        lab_width = layout["lab"][1] - layout["lab"][0]
+        if lab_width < 900:  # always so below 900 px of window
+            assert layout["controls"][1] <= layout["views"][1], "a lab narrower than 900 px stacks its views"
         else:
-            assert layout["controls"][0] <= layout["views"][0], "wide: controls beside the views"
+            assert layout["controls"][0] <= layout["views"][0], "a wide lab has its controls beside the views"
+        if width >= 1280:
+            assert lab_width >= 900, "on a laptop screen the lab has room for controls and views side by side"
         assert layout["header"][0] <= layout["lab"][0] and layout["header"][1] >= layout["lab"][1], (
             "the sticky header spans the lab"
         )
