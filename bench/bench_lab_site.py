@@ -98,8 +98,10 @@ def main() -> None:
     load_after = os.getloadavg()
 
     per_step = np.diff(run["redraws"])
-    print(f"site lab, headless Chromium; {os.cpu_count()} CPUs; load average {load_before[0]:.2f} before, "
-          f"{load_after[0]:.2f} after")
+    print(
+        f"site lab, headless Chromium; {os.cpu_count()} CPUs; load average {load_before[0]:.2f} before, "
+        f"{load_after[0]:.2f} after"
+    )
     print("| action | n | median ms | p95 ms | max ms | budget |")
     print("|---|---|---|---|---|---|")
     print(row("Sample group: click → views painted (next frame)", sample["painted"], "median ≤ 16.7"))

@@ -13,6 +13,7 @@ errors that concern widgets. Every wait is bounded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -82,13 +83,11 @@ def write_json(path: Path, content: dict) -> None:
     path.write_text(json.dumps(content))
 
 
-@pytest.fixture(scope="module")
-def jupyterlab(tmp_path_factory):
-    """A JupyterLab server of our own; yields its base URL and token, stops it (and its kernels) afterwards."""
-    home = tmp_path_factory.mktemp("jupyterlab")
+@contextlib.contextmanager
+def jupyterlab_server(home: Path):
+    """A JupyterLab server of our own on ``home / "notebooks"`` (settings under ``home``); yields its base URL and
+    token, stops it (and its kernels) afterwards. Also used by ``bench/bench_lab_jupyterlab.py``."""
     notebooks = home / "notebooks"
-    notebooks.mkdir()
-    shutil.copy(NOTEBOOK, notebooks / NOTEBOOK.name)
     # No news pop-up; render every cell (no virtual scrolling) so the lab stays in the DOM.
     write_json(
         home / "config" / "labconfig" / "page_config.json",
@@ -151,6 +150,16 @@ def jupyterlab(tmp_path_factory):
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """The server of :func:`jupyterlab_server` on a temporary copy of the lab notebook."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    (home / "notebooks").mkdir()
+    shutil.copy(NOTEBOOK, home / "notebooks" / NOTEBOOK.name)
+    with jupyterlab_server(home) as server:
+        yield server
 
 
 def card(lab, name: str) -> str:

@@ -243,9 +243,7 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
         if lab.locator(".grpo-lab-warning .grpo-warning").count():
             break
     assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
-    assert slots(page) == box, (
-        "the banner, the group and the progress bar keep their slots: nothing below moved"
-    )
+    assert slots(page) == box, "the banner, the group and the progress bar keep their slots: nothing below moved"
     watch.assert_clean()
 
 
