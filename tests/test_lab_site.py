@@ -340,3 +340,65 @@ def test_screenshot_of_the_live_lab_at_1400_px(lab_page):
     lab.screenshot(path=str(SCREENSHOTS / "lab-live-1400.png"))
     assert lab.bounding_box()["width"] <= 1400
     watch.assert_clean()
+
+
+def test_without_javascript_the_page_says_where_the_snapshot_is(browser, site):
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(site + LAB_PAGE, wait_until="load")
+        note = page.locator(".grpo-lab-live .grpo-lab-noscript")
+        assert note.is_visible() and "snapshot" in note.inner_text()
+        assert page.locator(".cell_output img").count() >= 1, "the snapshot figure of the recorded run"
+        readout = "".join(page.locator(".cell_output pre").all_inner_texts())
+        assert "P(B) 0.687" in readout, "the readout of the recorded run"
+    finally:
+        context.close()
+
+
+def assert_same_state(python, page, path="state"):
+    """Equal structure and text; numbers equal up to the last bits of a transcendental function."""
+    if isinstance(python, dict):
+        assert set(python) == set(page), f"{path}: keys {set(python) ^ set(page)}"
+        for key in python:
+            assert_same_state(python[key], page[key], f"{path}.{key}")
+    elif isinstance(python, list | tuple):
+        assert len(python) == len(page), f"{path}: length {len(python)} != {len(page)}"
+        for i, (a, b) in enumerate(zip(python, page, strict=True)):
+            assert_same_state(a, b, f"{path}[{i}]")
+    elif isinstance(python, float) and not isinstance(page, bool):
+        assert page == pytest.approx(python, rel=0, abs=1e-12), path
+    else:
+        assert python == page, path
+
+
+def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page):
+    """The same clicks in the page and on grpo_core.lab.BanditLab give the same state, ledger included."""
+    from grpo_core.lab import BanditLab
+
+    page, watch, _ = lab_page
+    lab = live(page)
+    reference = BanditLab(seed=0, frame_delay=0)
+    click = lambda name: lab.locator(f"button.grpo-lab-{name}").click()  # noqa: E731
+    click("sample"), reference.sample()
+    click("step"), reference.step()
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-advantage button", has_text="RLOO").click()
+    reference.advantage.value = "rloo"
+    click("sample"), reference.sample()
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-group-size input").fill("5")
+    reference.group_size.value = 5
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-steps input").fill("3")
+    click("run")
+    page.wait_for_function("() => !GRPOLab.labs[0].running && GRPOLab.labs[0].run.history.length === 7")
+    reference.run_steps(3)
+    lab.locator(".grpo-lab-sharpen-action select").select_option("C")
+    click("sharpen"), reference.sharpen("C", 0.94)
+    click("step"), reference.step()
+    python, in_page = reference.state(), page.evaluate("() => GRPOLab.labs[0].state()")
+    assert python.pop("engine").startswith("Python") and in_page.pop("engine").startswith("JavaScript")
+    assert_same_state(python, in_page)
+    assert len(in_page["ledger"]) == 12 and in_page["steps"] == 8
+    watch.assert_clean()

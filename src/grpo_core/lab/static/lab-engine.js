@@ -327,6 +327,8 @@
     entropy,
     stateValue,
     npSum,
+    npMean,
+    npStd,
     DEFAULT_CONFIG,
   };
 })(globalThis);

@@ -42,15 +42,20 @@
   ];
   const CURVE_KEYS = ["mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction"];
 
-  const f3 = (x) => x.toFixed(3);
+  /** Python's f"{x:.{digits}f}": like toFixed, but an exact tie rounds to even, as Python does. */
+  function pyFixed(x, digits) {
+    const away = x.toFixed(digits);
+    const exact = x.toFixed(digits + 20);
+    const cut = exact.indexOf(".") + digits + 1;
+    if (exact.slice(cut) !== "5" + "0".repeat(19)) return away;
+    const toward = exact.slice(0, cut).replace(/\.$/, "");
+    return Number(toward.slice(-1)) % 2 === 0 ? toward : away;
+  }
+  const f3 = (x) => pyFixed(x, 3);
   const probsText = (p) => "[" + p.map(f3).join(" ") + "]";
   const pyRepr = (value) =>
     typeof value === "string" ? `'${value}'` : Number.isInteger(value) ? value.toFixed(1) : String(value);
   const argmax = (xs) => xs.reduce((best, x, k) => (x > xs[best] ? k : best), 0);
-  const std = (xs) => {
-    const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
-    return Math.sqrt(xs.reduce((a, x) => a + (x - mean) ** 2, 0) / xs.length);
-  };
 
   /** One lab in the page: the engine, the group on screen, the curves, the ledger. */
   class SiteLab {
@@ -192,9 +197,9 @@
       const c = this.run.config;
       this.group = { actions, rewards, advantages: this.E.advantages(rewards, c.advantage, c.adv_eps), ratios: null, clipped: null, eps: null };
       const silent = Math.max(...rewards) === Math.min(...rewards);
-      const signal = silent ? "no signal (all rewards equal)" : `std(R) ${f3(std(rewards))}`;
-      const mean = rewards.reduce((a, b) => a + b, 0) / rewards.length;
-      this.log(`sample G=${actions.length} · ${actions.map((a) => NAMES[a]).join("")} · mean(R) ${f3(mean)} · ${signal}`);
+      const signal = silent ? "no signal (all rewards equal)" : `std(R) ${f3(this.E.npStd(rewards))}`;
+      const mean = f3(this.E.npMean(rewards));
+      this.log(`sample G=${actions.length} · ${actions.map((a) => NAMES[a]).join("")} · mean(R) ${mean} · ${signal}`);
     }
 
     step() {
@@ -202,7 +207,7 @@
       const result = this.doStep();
       this.log(
         `step ${this.run.history.length} · mean(R) ${f3(result.rewardMean)} std(R) ${f3(result.rewardStd)}` +
-          ` · clip ${result.clipFraction.toFixed(2)} · P(${NAMES[this.best]}) ${f3(before)} → ` +
+          ` · clip ${pyFixed(result.clipFraction, 2)} · P(${NAMES[this.best]}) ${f3(before)} → ` +
           `${f3(result.probs[this.best])} · KL ${f3(result.kl)}` +
           (result.zeroVariance ? " · no signal" : ""),
       );
@@ -362,8 +367,8 @@
         steps: run.history.length,
         group,
         stats: {
-          mean: group === null ? null : group.rewards.reduce((a, b) => a + b, 0) / group.rewards.length,
-          std: group === null ? null : std(group.rewards),
+          mean: group === null ? null : this.E.npMean(group.rewards),
+          std: group === null ? null : this.E.npStd(group.rewards),
           clip: stepped ? group.clipped.filter(Boolean).length / group.clipped.length : null,
           kl: latest("kl"),
           entropy: latest("entropy"),
