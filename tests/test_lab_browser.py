@@ -311,6 +311,9 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         for _ in range(4):
             handle.press("ArrowLeft")
         wait_for_ledger(page, lab, "set G = 4")
+        page.wait_for_timeout(500)
+        entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
+        assert sum("set G" in entry for entry in entries) == 1, f"four key presses, one ledger entry: {entries}"
         assert lab.locator(".grpo-lab-group-size .widget-readout").inner_text().strip() == "4"
         lab.locator("button.grpo-lab-sharpen").click()
         wait_for_ledger(page, lab, "sharpen π onto C")
