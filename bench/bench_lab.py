@@ -1,11 +1,12 @@
-"""How long the bandit lab takes to answer a click, in-process (no browser).
+"""How long the bandit lab's kernel side takes to answer a click, in-process (no browser).
 
-A click is ``Button.click()``: the handler runs the engine and redraws every
-view (cards, bars, group table, warning, curves, ledger) before it returns,
-so the time measured is click → all views updated. The budget is one frame at
-60 Hz, 16.7 ms. Also timed: the engine step alone, and the redraw alone (all
-markup rebuilt with 200 steps of curves; the values are unchanged, so no widget
-message is sent), to show where the time goes. Run: ``.venv/bin/python bench/bench_lab.py``.
+A click is ``Button.click()``: the handler runs the engine and builds the one
+state every view is drawn from (cards, bars, group table, banner, curves,
+ledger), which it hands to the view widget, before it returns. The budget is
+one frame at 60 Hz, 16.7 ms. Also timed: the engine step alone, and the state
+alone (built with 200 steps of curves), to show where the time goes. The
+browser's side is timed by ``bench/bench_lab_jupyterlab.py`` (JupyterLab) and
+``bench/bench_lab_site.py`` (the site). Run: ``.venv/bin/python bench/bench_lab.py``.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def main() -> None:
     rows.append(("  engine alone: BanditGRPO.step()", timed(lab.run.step, CLICKS)))
     lab = fresh_lab()
     lab.run_steps(CLICKS)
-    rows.append((f"  markup alone: _render() at step {CLICKS}, nothing to send", timed(lab._render, CLICKS)))
+    rows.append((f"  state alone: BanditLab.state() at step {CLICKS}", timed(lab.state, CLICKS)))
 
     print(f"bandit lab, in-process; {os.cpu_count()} CPUs; budget one frame = {FRAME_MS:.1f} ms")
     print(f"{'action':<50} {'n':>4} {'median ms':>10} {'p95 ms':>8} {'max ms':>8}  within a frame")

@@ -106,7 +106,9 @@ def test_the_equation_page_names_every_function_of_the_chapter_table():
 def test_the_api_page_documents_every_public_module():
     page = (BOOK / "api.md").read_text(encoding="utf8")
     documented = set(re.findall(r"^\.\. automodule:: grpo_core\.(\w+)$", page, re.M))
-    public = {p.stem for p in (ROOT / "src" / "grpo_core").glob("*.py") if not p.stem.startswith("_")}
+    package = ROOT / "src" / "grpo_core"
+    public = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
+    public |= {p.parent.name for p in package.glob("*/__init__.py")}  # subpackages, e.g. grpo_core.lab
     assert documented == public
 
 

@@ -1,4 +1,9 @@
-"""The bandit lab (grpo_core.lab) in-process: set widgets, click buttons, read the engine and what the views show.
+"""The bandit lab (grpo_core.lab) in-process: set widgets, click buttons, read the engine and the state the views draw.
+
+The views are drawn in the browser by ``grpo_core/lab/static/lab-view.js``
+from one state object (``lab.view.state``); here that state is read, and the
+cards are formatted as the view formats them. What the view draws from it is
+checked in a real browser (tests/test_lab_browser.py, tests/test_lab_site.py).
 
 Golden numbers are recomputed here from the chapter's reward table and the
 published formulas (eq. 3, the leave-one-out baseline, the clip rule of eq. 7,
@@ -7,8 +12,7 @@ KL and entropy of a categorical), not by calling the code under test.
 
 from __future__ import annotations
 
-import html
-import re
+import json
 import subprocess
 import sys
 
@@ -20,25 +24,49 @@ from hypothesis import strategies as st
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.lab import BanditLab
-from grpo_core.lab_views import GroupView, curves_svg, group_html, policy_svg, warning_html
+from grpo_core.lab.state import CURVE_POINTS, GroupView, lab_state, subsample
 
 REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
 B, C = 1, 2
 
 
 def card(lab: BanditLab, key: str) -> str:
-    match = re.search(r'<div class="grpo-card-value">(.*?)</div>', lab.stat_views[key].value)
-    assert match, lab.stat_views[key].value
-    return match.group(1)
+    """A card as lab-view.js writes it: three decimals (two for the clip fraction), "—" for no value."""
+    state = lab.view.state
+    if key == "step":
+        return str(state["steps"])
+    value = state["stats"]["p_best" if key == "pB" else key]
+    return "—" if value is None else f"{value:.{2 if key == 'clip' else 3}f}"
+
+
+def group(lab: BanditLab) -> dict | None:
+    return lab.view.state["group"]
 
 
 def table_rows(lab: BanditLab) -> dict[str, list[str]]:
-    """The group table as {answer: [n, R, Â, ratio, clipped]} (rows of answers not sampled: [n, 'not sampled'])."""
+    """The group table as lab-view.js fills it: {answer: [n, R, Â, ratio, clipped]} or [n, 'not sampled']."""
+    shown = group(lab)
     rows = {}
-    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", lab.group_view.value)[1:]:
-        cells = [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
-        rows[cells[0]] = cells[1:]
+    for k, name in enumerate("ABCD"):
+        where = [i for i, a in enumerate(shown["actions"]) if a == k]
+        if not where:
+            rows[name] = ["0", "not sampled"]
+            continue
+        i = where[0]
+        adv = shown["advantages"][i]
+        if shown["ratios"] is None:
+            ratio = clip = "—"
+        else:
+            ratio = f"{shown['ratios'][i]:.2f}"
+            clip = ("yes: r > 1+ε" if adv > 0 else "yes: r < 1−ε") if shown["clipped"][i] else "no"
+        rows[name] = [str(len(where)), f"{shown['rewards'][i]:g}", fmt_signed(adv), ratio, clip]
     return rows
+
+
+def silent(lab: BanditLab) -> bool:
+    """The no-signal banner is up: the group on screen has all rewards equal."""
+    shown = group(lab)
+    return shown is not None and len(set(shown["rewards"])) == 1
 
 
 def fmt_signed(value: float) -> str:
@@ -62,7 +90,7 @@ def lab():
 def test_importing_the_package_or_the_lab_module_imports_no_widget():
     code = (
         "import sys, grpo_core, grpo_core.bandit, grpo_core.lab; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'matplotlib', 'IPython')]; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget', 'matplotlib', 'IPython')]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -77,9 +105,9 @@ def test_defaults_are_the_chapters_and_the_views_start_empty(lab):
     assert card(lab, "entropy") == f"{np.log(4):.3f}" == "1.386"
     assert card(lab, "mean") == card(lab, "std") == card(lab, "clip") == "—"
     assert card(lab, "step") == "0"
-    assert "No group yet" in lab.group_view.value
-    assert lab.warning_view.value == ""
-    assert lab.policy_view.value.count(">0.25</text>") == 4
+    assert group(lab) is None and not silent(lab)
+    assert lab.view.state["probs"] == lab.view.state["ref_probs"] == [0.25] * 4
+    assert lab.view.state["progress"] == [0, 0]
 
 
 def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
@@ -90,9 +118,8 @@ def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
     assert card(lab, "mean") == f"{rewards.mean():.3f}"
     assert card(lab, "std") == f"{np.sqrt(np.mean((rewards - rewards.mean()) ** 2)):.3f}"
     assert card(lab, "clip") == "—"
-    chips = re.findall(r'class="grpo-chip[^"]*"[^>]*>([A-D])</span>', lab.group_view.value)
-    assert "".join(chips) == "".join("ABCD"[a] for a in actions)
-    assert "sampled, not yet used" in lab.group_view.value
+    assert group(lab)["actions"] == actions.tolist()
+    assert group(lab)["ratios"] is None, "sampled, not yet used"
     rows = table_rows(lab)
     std = rewards.std()
     for k, name in enumerate("ABCD"):
@@ -125,7 +152,7 @@ def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
         name = "ABCD"[a]
         assert rows[name][3] == f"{ratios[i]:.2f}"
         assert rows[name][4] == (("yes: r > 1+ε" if advantages[i] > 0 else "yes: r < 1−ε") if clipped[i] else "no")
-    assert "used by the last GRPO step" in lab.group_view.value
+    assert group(lab)["eps"] == 0.2, "used by the last GRPO step, clipped with its ε"
 
 
 def test_grpo_step_without_a_group_samples_one_first(lab):
@@ -152,8 +179,8 @@ def test_reset_restores_the_start_and_captures_the_reference():
     assert (
         all(xs.tolist() == [0.0] for xs, _ in lab.curves.values() if xs.size) and lab.curves["mean_reward"][0].size == 0
     )
-    assert "No group yet" in lab.group_view.value
-    assert lab.progress.value == 0
+    assert group(lab) is None
+    assert lab.view.state["progress"] == [0, 0], "Reset keeps the progress slot, empty"
     assert lab.ledger[0].startswith("reset · seed 7")
     lab.seed.value = 3
     lab.reset()
@@ -170,8 +197,7 @@ def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
         if len(set(group.actions.tolist())) == 1:
             break
     assert len(set(group.actions.tolist())) == 1
-    assert "No signal from this group" in lab.warning_view.value
-    assert "std(R) = 0" in lab.warning_view.value and "β = 0" in lab.warning_view.value
+    assert silent(lab) and lab.view.state["config"]["beta"] == 0.0
     assert card(lab, "std") == "0.000"
     before = lab.run.probs
     result = lab.step()
@@ -179,13 +205,12 @@ def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
     assert np.array_equal(lab.run.probs, before), "Property 4.1: with β = 0 a silent group changes nothing"
     assert "no signal" in lab.ledger[0]
     lab.beta.value = 0.04
-    assert "only the KL term (β = 0.040)" in lab.warning_view.value
+    assert silent(lab) and lab.view.state["config"]["beta"] == 0.04
 
 
-def test_a_group_with_different_rewards_shows_no_warning():
-    view = GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0]))
-    assert warning_html(view, 0.04) == ""
-    assert "No signal" in warning_html(GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2)), 0.04)
+def test_a_group_with_different_rewards_carries_signal():
+    assert not GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0])).zero_variance
+    assert GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2)).zero_variance
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -194,8 +219,7 @@ def test_run_n_steps_with_the_defaults_raises_p_best(seed):
     lab.steps.value = 30
     lab.run_button.click()
     assert len(lab.run.history) == 30
-    assert lab.progress.value == lab.progress.max == 30
-    assert "30 / 30 steps" in lab.progress_label.value
+    assert lab.view.state["progress"] == [30, 30]
     assert not lab.run_button.disabled
     p_best = lab.run.probs[B]
     assert p_best > 0.5 > 0.25
@@ -203,7 +227,8 @@ def test_run_n_steps_with_the_defaults_raises_p_best(seed):
     steps, values = lab.curves["p_best"]
     assert steps.tolist() == list(range(31)) and values[0] == 0.25 and values[-1] == p_best
     assert lab.ledger[0].startswith("run 30 steps (0 → 30)")
-    assert lab.curves_view.value.count("<polyline") == 5
+    assert all(len(xs) == len(ys) > 0 for xs, ys in lab.view.state["curves"].values())
+    assert lab.curves["clip_fraction"][0].tolist() == list(range(1, 31))
 
 
 def test_run_steps_refuses_a_non_positive_count(lab):
@@ -253,7 +278,7 @@ def test_sliders_configure_the_engine(lab):
 def test_changing_G_drops_the_group_of_the_old_size(lab):
     lab.sample()
     lab.group_size.value = 4
-    assert lab.run.pending is None and "No group yet" in lab.group_view.value
+    assert lab.run.pending is None and group(lab) is None
     assert lab.step().actions.size == 4
 
 
@@ -321,8 +346,22 @@ def test_the_ledger_lists_actions_most_recent_first_and_stays_bounded():
         lab.step_button.click()
     assert len(lab.ledger) == 5
     assert lab.ledger[0].startswith("step 10 ")
-    numbers = [int(n) for n in re.findall(r'grpo-ledger-n">#(\d+)<', lab.ledger_view.value)]
-    assert numbers == sorted(numbers, reverse=True) and len(numbers) == 5
+    numbers = [number for number, _ in lab.view.state["ledger"]]
+    assert numbers == sorted(numbers) and len(numbers) == 5, "oldest first in the state; the view reverses"
+
+
+def test_consecutive_moves_of_one_slider_make_one_ledger_entry(lab):
+    """A slider moved with the keyboard sends one value per key press: the ledger keeps one entry per gesture."""
+    for value in (7, 6, 5, 4):
+        lab.group_size.value = value
+    assert lab.ledger[0] == "set G = 4" and lab.ledger[1].startswith("start")
+    lab.beta.value = 0.1
+    lab.beta.value = 0.2
+    lab.group_size.value = 3
+    assert lab.ledger[:3] == ["set G = 3", "set β = 0.2", "set G = 4"]
+    lab.sample()
+    lab.group_size.value = 5
+    assert lab.ledger[0] == "set G = 5" and lab.ledger[1].startswith("sample G=3")
 
 
 def test_views_are_updated_in_place_not_rebuilt(lab):
@@ -332,12 +371,65 @@ def test_views_are_updated_in_place_not_rebuilt(lab):
             yield from all_widgets(child)
 
     before = [id(widget) for widget in all_widgets(lab.widget)]
-    policy = lab.policy_view.value
+    start = lab.view.state
     lab.run_steps(3)
     lab.sharpen("A", 0.6)
     lab.reset()
     assert [id(widget) for widget in all_widgets(lab.widget)] == before
-    assert lab.policy_view.value == policy
+    assert lab.view.state["probs"] == start["probs"] and lab.view.state["curves"] == start["curves"]
+
+
+@pytest.mark.parametrize("action", ["sample", "step", "reset", "sharpen", "slider", "advantage"])
+def test_a_click_sends_one_state_message_and_nothing_else(lab, monkeypatch, action):
+    """Issue 18: every view is one widget whose state crosses to the browser as one message per click."""
+    import ipywidgets
+
+    sent = []
+    original = ipywidgets.Widget.send_state
+    monkeypatch.setattr(
+        ipywidgets.Widget, "send_state", lambda widget, key=None: (sent.append((widget, key)), original(widget, key))
+    )
+    do = {
+        "sample": lab.sample_button.click,
+        "step": lab.step_button.click,
+        "reset": lab.reset_button.click,
+        "sharpen": lab.sharpen_button.click,
+        "slider": lambda: setattr(lab.beta, "value", 0.1),
+        "advantage": lambda: setattr(lab.advantage, "value", "rloo"),
+    }
+    do[action]()
+    from_the_view = [key for widget, key in sent if widget is lab.view]
+    assert from_the_view == ["state"], from_the_view
+    others = [widget for widget, _ in sent if widget is not lab.view]
+    assert others == ([lab.beta] if action == "slider" else [lab.advantage] if action == "advantage" else [])
+
+
+def test_run_n_steps_sends_one_state_per_animated_step(lab, monkeypatch):
+    sent = []
+    monkeypatch.setattr(type(lab.view), "send_state", lambda widget, key=None: sent.append(key))
+    lab.run_steps(4)
+    assert len(sent) == 4 + 1, "one per step, then the ledger's summary"
+
+
+def test_the_state_is_json_and_names_the_engine_and_the_reproduction(lab):
+    lab.run_steps(2)
+    state = json.loads(json.dumps(lab.state()))
+    assert state["engine"].startswith("Python engine")
+    assert state["reproduce"] == (
+        "BanditGRPO(seed=0, config=GRPOConfig(group_size=8, eps_low=0.2, beta=0.04, lr=1.0, inner_epochs=4, "
+        "advantage='grpo'))"
+    )
+
+
+def test_the_reproduction_line_replays_the_lab(lab):
+    lab.group_size.value = 5
+    lab.advantage.value = "rloo"
+    lab.seed.value = 11
+    lab.reset()
+    lab.run_steps(6)
+    replay = eval(lab.state()["reproduce"], {"BanditGRPO": BanditGRPO, "GRPOConfig": GRPOConfig})
+    replay.run(6)
+    assert np.array_equal(replay.logits, lab.run.logits)
 
 
 def test_the_lab_displays_as_its_widget_with_a_short_text_fallback(lab):
@@ -362,10 +454,8 @@ def test_stable_css_classes_for_the_browser():
         "grpo-lab-reset": lab.reset_button,
         "grpo-lab-run": lab.run_button,
         "grpo-lab-sharpen": lab.sharpen_button,
-        "grpo-lab-pB": lab.stat_views["pB"],
-        "grpo-lab-progress": lab.progress,
+        "grpo-lab-views": lab.view,
         "grpo-lab-group-size": lab.group_size,
-        "grpo-lab-ledger": lab.ledger_view,
         "grpo-lab": lab.widget,
     }
     for css, widget in classes.items():
@@ -385,28 +475,27 @@ def test_the_lab_refuses_an_engine_it_cannot_show():
         BanditLab(frame_delay=-1.0)
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0.01, 1.0), min_size=2, max_size=6))
-def test_policy_bars_are_proportional_to_the_probabilities(weights):
-    probs = np.array(weights) / np.sum(weights)
-    svg = policy_svg(probs, np.full(probs.size, 1 / probs.size), "ABCDEF"[: probs.size], np.arange(probs.size) / 10)
-    heights = [float(h) for h in re.findall(r'width="22" height="([\d.]+)" fill', svg)]
-    plot_height = 196 - 22 - 44
-    np.testing.assert_allclose(heights, plot_height * probs, atol=0.051)
+def test_long_curves_are_subsampled_keeping_both_ends():
+    xs = list(range(2001))
+    ys = [x / 2000 for x in xs]
+    short_x, short_y = subsample(xs, ys)
+    assert 2 <= len(short_x) <= CURVE_POINTS and short_x[0] == 0 and short_x[-1] == 2000
+    assert short_y == [ys[x] for x in short_x]
+    assert subsample(xs[:10], ys[:10]) == [xs[:10], ys[:10]]
 
 
-def test_long_curves_are_subsampled():
-    steps = np.arange(2001.0)
-    values = np.linspace(0, 1, 2001)
-    curves = {key: (steps, values) for key in ("value", "p_best", "kl", "entropy")}
-    curves["mean_reward"] = (steps[1:], values[1:])
-    svg = curves_svg(curves, "B", (0.1, 0.9), 4)
-    for points in re.findall(r'points="([^"]*)"', svg):
-        assert 2 <= len(points.split()) <= 300
-
-
-def test_an_empty_group_view_invites_a_click():
-    assert "Sample group" in group_html(None, "ABCD", 0.2)
+def test_lab_state_of_a_bare_run_has_every_key_the_view_reads():
+    run = BanditGRPO(seed=2)
+    curves = {key: ([0], [0.5]) for key in ("value", "p_best", "kl", "entropy")} | {
+        "mean_reward": ([], []),
+        "clip_fraction": ([], []),
+    }
+    state = lab_state(run, names="ABCD", best=1, group=None, curves=curves, ledger=[(1, "start")])
+    assert set(state) == {
+        "engine", "names", "rewards", "best", "probs", "ref_probs", "config", "seed", "steps", "group", "stats",
+        "curves", "ledger", "progress", "reproduce",
+    }  # fmt: skip
+    assert state["stats"]["mean"] is None and state["stats"]["p_best"] == 0.5
 
 
 @settings(max_examples=25, deadline=None)
@@ -430,8 +519,9 @@ def test_the_views_always_show_the_engine(actions):
         assert card(lab, "kl") == f"{kl_by_hand(probs, ref):.3f}"
         assert card(lab, "entropy") == f"{entropy_by_hand(probs):.3f}"
         assert card(lab, "step") == str(len(lab.run.history))
-        shown = re.findall(r'class="grpo-chip[^"]*"[^>]*>([A-D])</span>', lab.group_view.value)
-        silent = len(set(shown)) == 1 and len(shown) > 0
-        assert ("No signal" in lab.warning_view.value) == silent
+        shown = group(lab)
+        if shown is not None:
+            assert len(shown["actions"]) == len(shown["rewards"]) == len(shown["advantages"])
+            assert silent(lab) == (len(set(shown["actions"])) == 1)
         assert len(lab.ledger) <= 6
         assert lab.curves["p_best"][1][-1] == probs[B]

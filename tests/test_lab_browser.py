@@ -6,12 +6,14 @@ notebook so autosave never touches the repository), opens
 ``11-bandit-lab.ipynb``, runs every cell and then uses the lab with the mouse:
 *Reset*, *Sample group*, *GRPO step*, the advantage toggle, *Run N steps*, the
 G slider from the keyboard and *Sharpen π*. It asserts on the numbers the page
-shows, saves screenshots to ``_build/screenshots/`` and fails on JavaScript
+shows and on the kernel's messages (a click is answered by one widget update,
+issue 18), saves screenshots to ``_build/screenshots/`` and fails on JavaScript
 errors that concern widgets. Every wait is bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -38,6 +40,30 @@ CLICK_S = 60
 WIDGET_WORDS = ("widget", "ipywidgets", "comm", "model")
 
 
+def kernel_message(payload: str | bytes) -> dict | None:
+    """The Jupyter message in a kernel websocket frame: JSON text, or the binary v1 protocol
+    (uint64 count n, n uint64 offsets, then channel, header, parent header, metadata, content, buffers)."""
+    if isinstance(payload, str):
+        message = json.loads(payload)
+        return {"msg_type": message.get("header", {}).get("msg_type"), "content": message.get("content", {})}
+    count = int.from_bytes(payload[:8], "little")
+    offsets = [int.from_bytes(payload[8 * (i + 1) : 8 * (i + 2)], "little") for i in range(count)]
+    if count < 6:
+        return None
+    part = lambda i: payload[offsets[i] : offsets[i + 1]]  # noqa: E731
+    header = json.loads(part(1))
+    return {"msg_type": header.get("msg_type"), "content": json.loads(part(4))}
+
+
+def widget_updates(messages: list) -> list[dict]:
+    """The widget state updates among kernel messages: {comm_id, keys} of each comm_msg "update"."""
+    return [
+        {"comm_id": m["content"].get("comm_id"), "keys": sorted(m["content"]["data"].get("state", {}))}
+        for m in messages
+        if m and m["msg_type"] == "comm_msg" and m["content"].get("data", {}).get("method") == "update"
+    ]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -57,13 +83,11 @@ def write_json(path: Path, content: dict) -> None:
     path.write_text(json.dumps(content))
 
 
-@pytest.fixture(scope="module")
-def jupyterlab(tmp_path_factory):
-    """A JupyterLab server of our own; yields its base URL and token, stops it (and its kernels) afterwards."""
-    home = tmp_path_factory.mktemp("jupyterlab")
+@contextlib.contextmanager
+def jupyterlab_server(home: Path):
+    """A JupyterLab server of our own on ``home / "notebooks"`` (settings under ``home``); yields its base URL and
+    token, stops it (and its kernels) afterwards. Also used by ``bench/bench_lab_jupyterlab.py``."""
     notebooks = home / "notebooks"
-    notebooks.mkdir()
-    shutil.copy(NOTEBOOK, notebooks / NOTEBOOK.name)
     # No news pop-up; render every cell (no virtual scrolling) so the lab stays in the DOM.
     write_json(
         home / "config" / "labconfig" / "page_config.json",
@@ -126,6 +150,16 @@ def jupyterlab(tmp_path_factory):
                 os.killpg(server.pid, signal.SIGKILL)
                 server.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """The server of :func:`jupyterlab_server` on a temporary copy of the lab notebook."""
+    home = tmp_path_factory.mktemp("jupyterlab")
+    (home / "notebooks").mkdir()
+    shutil.copy(NOTEBOOK, home / "notebooks" / NOTEBOOK.name)
+    with jupyterlab_server(home) as server:
+        yield server
 
 
 def card(lab, name: str) -> str:
@@ -195,6 +229,8 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    received: list = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(kernel_message(payload))))
     try:
         # A session with a python3 kernel before the page opens: JupyterLab then connects to it instead of
         # asking which kernel to start (it does ask when its kernelspec list arrives late on a loaded machine).
@@ -231,8 +267,13 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         assert "sampled, not yet used" in lab.locator(".grpo-lab-group").inner_text()
         assert lab.locator(".grpo-lab-group .grpo-chip").count() == 8
 
+        page.wait_for_timeout(500)
+        mark = len(received)
         lab.locator("button.grpo-lab-step").click()
         wait_for_card(page, lab, "step", lambda t: t == "1", "GRPO step")
+        page.wait_for_timeout(1000)  # anything else the click caused has arrived by now
+        updates = widget_updates(received[mark:])
+        assert [update["keys"] for update in updates] == [["state"]], f"one click, one update message: {updates}"
         p_best = float(card(lab, "pB"))
         assert p_best != 0.25 and float(card(lab, "kl")) > 0
         assert card(lab, "clip") != "—"
@@ -260,7 +301,7 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         wait_for_card(page, lab, "step", lambda t: t == "31", "Run N steps")
         wait_for_ledger(page, lab, "run 30 steps")
         assert float(card(lab, "pB")) > p_best
-        assert lab.locator(".grpo-lab-curves polyline").count() == 5
+        assert lab.locator(".grpo-lab-curves polyline").count() == 6
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         lab.scroll_into_view_if_needed()
         lab.screenshot(path=SCREENSHOTS / "lab.png")
@@ -270,6 +311,9 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         for _ in range(4):
             handle.press("ArrowLeft")
         wait_for_ledger(page, lab, "set G = 4")
+        page.wait_for_timeout(500)
+        entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
+        assert sum("set G" in entry for entry in entries) == 1, f"four key presses, one ledger entry: {entries}"
         assert lab.locator(".grpo-lab-group-size .widget-readout").inner_text().strip() == "4"
         lab.locator("button.grpo-lab-sharpen").click()
         wait_for_ledger(page, lab, "sharpen π onto C")

@@ -1,15 +1,15 @@
-r"""The bandit laboratory of chapter §11 as ipywidgets: controls on the left, views on the right.
+r"""The bandit laboratory of chapter §11 in a notebook: ipywidgets controls beside one view widget.
 
-:class:`BanditLab` is a view of a :class:`grpo_core.bandit.BanditGRPO` run; it
+:class:`BanditLab` drives a :class:`grpo_core.bandit.BanditGRPO` run and
 computes no formula. Each action (*Sample group*, *GRPO step*, *Run N steps*,
 *Sharpen π*, *Reset*, a moved slider) changes the engine, then ``BanditLab._render``
-redraws every view from that one place by assigning strings to existing
-widgets: bars, curves and tables are inline SVG/HTML built here, never a
-matplotlib figure, so a click is answered within one frame
-(``bench/bench_lab.py``).
+builds the one state of :func:`grpo_core.lab.state.lab_state` and assigns it to
+the view (:mod:`grpo_core.lab.view`, an anywidget): one message per click, and
+every view redrawn from it in the browser in the same frame
+(``bench/bench_lab_jupyterlab.py``).
 
-``import grpo_core.lab`` does not import ipywidgets: the widgets are imported
-when a lab is built. The markup itself lives in :mod:`grpo_core.lab_views`.
+``import grpo_core.lab`` does not import ipywidgets or anywidget: they are
+imported when a lab is built.
 """
 
 from __future__ import annotations
@@ -23,22 +23,8 @@ import numpy as np
 
 from grpo_core._validate import nonnegative, positive_int
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
-from grpo_core.kl import categorical_kl, entropy
-from grpo_core.lab_views import (
-    BLUE,
-    GREEN,
-    GREY,
-    STYLE,
-    GroupView,
-    card_html,
-    curves_svg,
-    fmt,
-    group_html,
-    ledger_html,
-    policy_svg,
-    signed,
-    warning_html,
-)
+from grpo_core.lab.state import CURVE_KEYS, POLICY_CURVES, GroupView, lab_state, policy_point
+from grpo_core.lab.view import view_class
 
 # (min, max, step) of each knob: the widgets clamp any value to these ranges.
 RANGES = {
@@ -58,9 +44,15 @@ KNOB_NAMES = {
     "inner_epochs": "inner epochs",
     "advantage": "advantage",
 }
+BLUE, GREY, GREEN = "#2f6db5", "#9aa4af", "#1a7f37"  # the colours of static/lab-view.js
 MAX_STEPS_PER_RUN = 500
 MAX_SEED = 2**31 - 1
 TOP_ACTION = -1  # the "Sharpen π" target meaning "whichever action π already prefers"
+
+
+def signed(value: float) -> str:
+    """An advantage as the group table shows it: a sign and two decimals, 0.00 unsigned."""
+    return f"{value:+.2f}".replace("+0.00", "0.00").replace("-0.00", "0.00")
 
 
 # ----------------------------------------------------------------------------- the lab
@@ -106,7 +98,9 @@ class BanditLab:
         self.frame_delay = nonnegative(frame_delay, "frame_delay")
         self._ledger: deque[tuple[int, str]] = deque(maxlen=positive_int(ledger_length, "ledger_length"))
         self._entries = 0
+        self._last_knob: str | None = None
         self._group: GroupView | None = None
+        self._progress = (0, 0)
         self._build(widgets)
         self._clear_curves()
         self._log(f"start · seed {self.run.seed} · π = π_ref = {self._probs_text(self.run.probs)}")
@@ -204,10 +198,6 @@ class BanditLab:
         self.sharpen_button = button(
             "Sharpen π", "grpo-lab-sharpen", "warning", "bullseye", "π(onto) as set; π_ref kept"
         )
-        self.progress = widgets.IntProgress(value=0, min=0, max=self.steps.value, layout=Layout(width="196px"))
-        self.progress.add_class("grpo-lab-progress")
-        self.progress_label = widgets.HTML("", layout=Layout(width="96px"))
-        self.progress_label.add_class("grpo-lab-progress-label")
 
         self.sample_button.on_click(lambda _: self.sample())
         self.step_button.on_click(lambda _: self.step())
@@ -224,36 +214,11 @@ class BanditLab:
         ):
             widget.observe(lambda change, name=name: self._configure(name, change["new"]), names="value")
 
-        stat_labels = {
-            "mean": "mean(R)",
-            "std": "std(R)",
-            "clip": "clip fraction",
-            "kl": "KL(π‖π_ref)",
-            "entropy": "entropy H(π)",
-            "pB": f"P({self.names[self.best]})",
-            "step": "steps",
-        }
-        self._stat_labels = stat_labels
-        self.stat_views = {}
-        for key in stat_labels:
-            view = widgets.HTML(layout=Layout(width="auto"))
-            view.add_class("grpo-lab-card")
-            view.add_class(f"grpo-lab-{key}")
-            self.stat_views[key] = view
-        self.policy_view = widgets.HTML()
-        self.policy_view.add_class("grpo-lab-policy")
-        self.group_view = widgets.HTML(layout=Layout(width="392px"))
-        self.group_view.add_class("grpo-lab-group")
-        self.warning_view = widgets.HTML()
-        self.warning_view.add_class("grpo-lab-warning")
-        self.curves_view = widgets.HTML()
-        self.curves_view.add_class("grpo-lab-curves")
-        self.ledger_view = widgets.HTML()
-        self.ledger_view.add_class("grpo-lab-ledger")
-
+        self.view = view_class()()
+        self.view.add_class("grpo-lab-views")
         rewards = ", ".join(f"{name} {r:g}" for name, r in zip(self.names, self.run.reward_table, strict=True))
         header = widgets.HTML(
-            f'{STYLE}<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">'
+            f'<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">'
             f"One prompt, {len(self.names)} answers with rewards {rewards} (chapter §11) · "
             "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)</div>"
         )
@@ -274,7 +239,6 @@ class BanditLab:
                 widgets.HBox([self.sample_button, self.step_button]),
                 widgets.HBox([self.run_button, self.reset_button]),
                 self.steps,
-                widgets.HBox([self.progress, self.progress_label]),
                 self.seed,
                 section("Push π toward greedy"),
                 self.sharpen_action,
@@ -287,21 +251,8 @@ class BanditLab:
             ]
         )
         controls.add_class("grpo-lab-controls")
-        policy_panel = widgets.VBox(
-            [widgets.HTML('<div class="grpo-group-title">Policy π over the answers</div>'), self.policy_view]
-        )
-        group_panel = widgets.VBox([self.group_view], layout=Layout(flex="1 1 auto"))
-        curves_panel = widgets.VBox([self.curves_view])
-        ledger_panel = widgets.VBox([self.ledger_view])
-        for panel in (policy_panel, group_panel, curves_panel, ledger_panel):
-            panel.add_class("grpo-lab-panel")
-        cards = widgets.HBox(list(self.stat_views.values()), layout=Layout(flex_flow="row wrap"))
-        panels = widgets.HBox([policy_panel, group_panel])
-        views = widgets.VBox([cards, self.warning_view, panels, curves_panel, ledger_panel])
-        views.add_class("grpo-lab-views")
-        body = widgets.HBox([controls, views])
-        for row in (cards, panels, body):
-            row.add_class("grpo-lab-row")
+        body = widgets.HBox([controls, self.view])
+        body.add_class("grpo-lab-body")
         self.widget = widgets.VBox([header, body])
         self.widget.add_class("grpo-lab")
 
@@ -335,14 +286,13 @@ class BanditLab:
             self.steps.value = positive_int(steps, "steps")
         total = self.steps.value
         first, before = len(self.run.history), self.run.probs[self.best]
-        self.progress.max, self.progress.value = total, 0
+        self._progress = (0, total)
         self.run_button.disabled = True
         results = []
         try:
             for done in range(1, total + 1):
                 results.append(self._step())
-                self.progress.value = done
-                self.progress_label.value = f"{done} / {total} steps"
+                self._progress = (done, total)
                 self._render()
                 if self.frame_delay and done < total:
                     time.sleep(self.frame_delay)
@@ -388,8 +338,7 @@ class BanditLab:
         """*Reset*: π back to the start, π_ref ← π, the RNG reseeded with the seed box, curves cleared."""
         self.run.reset(self.seed.value)
         self._group = None
-        self.progress.value = 0
-        self.progress_label.value = ""
+        self._progress = (0, 0)
         self._clear_curves()
         self._log(f"reset · seed {self.run.seed} · π = π_ref = {self._probs_text(self.run.probs)}")
         self._render()
@@ -407,44 +356,39 @@ class BanditLab:
                 self._group.actions, self._group.rewards, self.run.config.advantages(self._group.rewards)
             )
         shown = ADVANTAGE_LABELS[value] if name == "advantage" else value
-        self._log(f"set {KNOB_NAMES[name]} = {shown}")
+        self._log(f"set {KNOB_NAMES[name]} = {shown}", knob=name)
         self._render()
 
     def _step(self) -> StepResult:
         result = self.run.step()
         self._group = GroupView.of_step(result, self.run.config.eps_low)
         step = len(self.run.history)
-        self._curves["mean_reward"][0].append(step)
-        self._curves["mean_reward"][1].append(result.reward_mean)
+        for key, value in (("mean_reward", result.reward_mean), ("clip_fraction", result.clip_fraction)):
+            self._curves[key][0].append(step)
+            self._curves[key][1].append(value)
         self._record_policy()
         return result
 
     # -- curves and ledger ---------------------------------------------------
 
     def _clear_curves(self) -> None:
-        self._curves: dict[str, tuple[list, list]] = {
-            key: ([], []) for key in ("mean_reward", "value", "p_best", "kl", "entropy")
-        }
+        self._curves: dict[str, tuple[list, list]] = {key: ([], []) for key in CURVE_KEYS}
         self._record_policy()
 
     def _record_policy(self) -> None:
         """Append the current policy's V^π, P(best), KL and H at the current step (a sharpen adds a jump)."""
-        probs, ref = self.run.probs, self.run.ref_probs
         step = len(self.run.history)
-        for key, value in (
-            ("value", float(probs @ self.run.reward_table)),
-            ("p_best", float(probs[self.best])),
-            ("kl", float(categorical_kl(probs, ref))),
-            ("entropy", float(entropy(probs))),
-        ):
+        point = policy_point(self.run, self.best)
+        for key in POLICY_CURVES:
             self._curves[key][0].append(step)
-            self._curves[key][1].append(value)
+            self._curves[key][1].append(point[key])
 
     @property
     def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The learning curves, each a pair of arrays (steps, values).
 
-        Keys ``mean_reward`` (of each group), ``value`` (V^π), ``p_best``, ``kl`` and ``entropy``.
+        Keys ``mean_reward`` and ``clip_fraction`` (of each step's group), ``value`` (V^π),
+        ``p_best``, ``kl`` and ``entropy``.
         """
         return {key: (np.array(xs, dtype=float), np.array(ys)) for key, (xs, ys) in self._curves.items()}
 
@@ -453,9 +397,14 @@ class BanditLab:
         """The ledger's texts, most recent first."""
         return [text for _, text in reversed(self._ledger)]
 
-    def _log(self, text: str) -> None:
-        self._entries += 1
-        self._ledger.append((self._entries, text))
+    def _log(self, text: str, knob: str | None = None) -> None:
+        """Add a ledger entry; a change of the ``knob`` changed just before replaces that entry (one per gesture)."""
+        if knob is not None and knob == self._last_knob and self._ledger:
+            self._ledger[-1] = (self._ledger[-1][0], text)
+        else:
+            self._entries += 1
+            self._ledger.append((self._entries, text))
+        self._last_knob = knob
 
     def _actions_text(self, actions) -> str:
         return "".join(self.names[a] for a in actions)
@@ -465,33 +414,34 @@ class BanditLab:
 
     # -- the one place that draws --------------------------------------------
 
-    def _stat_texts(self) -> dict[str, str]:
-        """The cards' texts; the policy numbers are the latest points of the curves (recorded after every change)."""
-        group = self._group
-        stepped = group is not None and group.ratios is not None
-        latest = {key: values[-1] for key, (_, values) in self._curves.items() if values}
-        return {
-            "mean": "—" if group is None else fmt(group.rewards.mean()),
-            "std": "—" if group is None else fmt(group.rewards.std()),
-            "clip": fmt(float(group.clipped.mean()), 2) if stepped else "—",
-            "kl": fmt(latest["kl"]),
-            "entropy": fmt(latest["entropy"]),
-            "pB": fmt(latest["p_best"]),
-            "step": str(len(self.run.history)),
-        }
+    def state(self) -> dict:
+        """The one state every view is drawn from (:func:`grpo_core.lab.state.lab_state`)."""
+        return lab_state(
+            self.run,
+            names=self.names,
+            best=self.best,
+            group=self._group,
+            curves=self._curves,
+            ledger=self._ledger,
+            progress=self._progress,
+        )
 
     def _render(self) -> None:
-        """Redraw every view from the engine's state; widgets are reused, only their values change."""
-        run = self.run
-        for key, text in self._stat_texts().items():
-            self.stat_views[key].value = card_html(self._stat_labels[key], text)
-        self.policy_view.value = policy_svg(run.probs, run.ref_probs, self.names, run.reward_table)
-        self.group_view.value = group_html(self._group, self.names, run.config.eps_low)
-        self.warning_view.value = warning_html(self._group, run.config.beta)
-        self.curves_view.value = curves_svg(
-            self.curves, self.names[self.best], (run.reward_table.min(), run.reward_table.max()), len(self.names)
-        )
-        self.ledger_view.value = ledger_html(self._ledger)
+        """Send the state to the view: one message, every view redrawn from it in the browser."""
+        self.view.state = self.state()
+
+    def _stat_texts(self) -> dict[str, str]:
+        """The cards' texts, formatted as ``static/lab-view.js`` formats them."""
+        stats = self.state()["stats"]
+        text = lambda value, digits=3: "—" if value is None else f"{value:.{digits}f}"  # noqa: E731
+        return {
+            "mean": text(stats["mean"]),
+            "std": text(stats["std"]),
+            "clip": text(stats["clip"], 2),
+            "kl": text(stats["kl"]),
+            "entropy": text(stats["entropy"]),
+            "pB": text(stats["p_best"]),
+        }
 
     # -- reading and showing ---------------------------------------------------
 
@@ -500,7 +450,7 @@ class BanditLab:
         config = self.run.config
         stats = self._stat_texts()
         lines = [
-            f"step {stats['step']} · G={config.group_size} ε={config.eps_low:.2f} β={config.beta:.3f} "
+            f"step {len(self.run.history)} · G={config.group_size} ε={config.eps_low:.2f} β={config.beta:.3f} "
             f"lr={config.lr:.2f} epochs={config.inner_epochs} advantage={ADVANTAGE_LABELS[config.advantage]}",
             "π      " + "  ".join(f"{n} {p:.3f}" for n, p in zip(self.names, self.run.probs, strict=True)),
             "π_ref  " + "  ".join(f"{n} {p:.3f}" for n, p in zip(self.names, self.run.ref_probs, strict=True)),
@@ -512,7 +462,9 @@ class BanditLab:
             lines.append("Â      " + " ".join(signed(a) for a in group.advantages))
             if group.ratios is not None:
                 lines.append("ratio  " + " ".join(f"{r:.2f}" for r in group.ratios))
-        lines.append("  ".join(f"{self._stat_labels[key]} {text}" for key, text in stats.items() if key != "step"))
+        labels = {"mean": "mean(R)", "std": "std(R)", "clip": "clip fraction", "kl": "KL(π‖π_ref)"}
+        labels |= {"entropy": "entropy H(π)", "pB": f"P({self.names[self.best]})"}
+        lines.append("  ".join(f"{labels[key]} {text}" for key, text in stats.items()))
         if group is not None and group.zero_variance:
             lines.append("⚠ no signal from this group: std(R) = 0, every Â = 0 (Property 4.1)")
         return "\n".join(lines)

@@ -1,0 +1,121 @@
+r"""The bandit lab's one state object (chapter §11): everything the views draw, as JSON.
+
+:class:`grpo_core.lab.BanditLab` builds it from its :class:`grpo_core.bandit.BanditGRPO`
+run after every action and hands it to the view (one widget message per
+click); the site lab builds the same shape in JavaScript (``static/lab-site.js``).
+The views themselves are one JavaScript module, ``static/lab-view.js``. Nothing
+here imports a widget; the curve values come from grpo_core's own functions
+(:func:`grpo_core.state_value`, :func:`grpo_core.categorical_kl`,
+:func:`grpo_core.entropy`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_core import categorical_kl, entropy, state_value
+from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
+
+CURVE_POINTS = 300  # a longer curve crosses to the browser subsampled to this many points
+CURVE_KEYS = ("mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction")
+POLICY_CURVES = ("value", "p_best", "kl", "entropy")  # recorded after every change of π
+KNOBS = ("group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage")
+
+
+@dataclass(frozen=True)
+class GroupView:
+    """The group on screen: just sampled (``ratios is None``) or the one the last step used (with its ε)."""
+
+    actions: np.ndarray
+    rewards: np.ndarray
+    advantages: np.ndarray
+    ratios: np.ndarray | None = None
+    clipped: np.ndarray | None = None
+    eps: float | None = None
+
+    @classmethod
+    def of_step(cls, result: StepResult, eps: float) -> GroupView:
+        return cls(result.actions, result.rewards, result.advantages, result.ratios, result.clipped, eps)
+
+    @property
+    def zero_variance(self) -> bool:
+        return bool(self.rewards.max() == self.rewards.min())
+
+    def to_json(self) -> dict:
+        stepped = self.ratios is not None
+        return {
+            "actions": self.actions.tolist(),
+            "rewards": self.rewards.tolist(),
+            "advantages": self.advantages.tolist(),
+            "ratios": self.ratios.tolist() if stepped else None,
+            "clipped": self.clipped.tolist() if stepped else None,
+            "eps": self.eps,
+        }
+
+
+def policy_point(run: BanditGRPO, best: int) -> dict[str, float]:
+    """V^π (eq. 4), P(best), the exact KL(π‖π_ref) that eq. (8) estimates, and H(π) of the current policy."""
+    probs, ref = run.probs, run.ref_probs
+    return {
+        "value": float(state_value(probs, run.reward_table)),
+        "p_best": float(probs[best]),
+        "kl": float(categorical_kl(probs, ref)),
+        "entropy": float(entropy(probs)),
+    }
+
+
+def subsample(xs: list, ys: list) -> list[list]:
+    """A curve as [xs, ys], at most ``CURVE_POINTS`` points (the first and the last always kept)."""
+    if len(xs) <= CURVE_POINTS:
+        return [list(xs), list(ys)]
+    keep = np.unique(np.linspace(0, len(xs) - 1, CURVE_POINTS).astype(int))
+    return [[xs[i] for i in keep], [ys[i] for i in keep]]
+
+
+def reproduction(seed: int, config: GRPOConfig) -> str:
+    """The Python line that starts the same run: ``BanditGRPO(seed=…, config=GRPOConfig(…))``."""
+    knobs = ", ".join(f"{name}={getattr(config, name)!r}" for name in KNOBS)
+    return f"BanditGRPO(seed={seed}, config=GRPOConfig({knobs}))"
+
+
+def lab_state(
+    run: BanditGRPO,
+    *,
+    names,
+    best: int,
+    group: GroupView | None,
+    curves: dict[str, tuple[list, list]],
+    ledger,
+    progress: tuple[int, int] = (0, 0),
+    engine: str = "Python engine: grpo_core.bandit.BanditGRPO in the kernel",
+) -> dict:
+    """The state every view is drawn from (see ``static/lab-view.js`` for the keys)."""
+    config = run.config
+    latest = {key: values[-1] for key, (_, values) in curves.items() if values}
+    stepped = group is not None and group.ratios is not None
+    return {
+        "engine": engine,
+        "names": list(names),
+        "rewards": run.reward_table.tolist(),
+        "best": best,
+        "probs": run.probs.tolist(),
+        "ref_probs": run.ref_probs.tolist(),
+        "config": {name: getattr(config, name) for name in KNOBS},
+        "seed": run.seed,
+        "steps": len(run.history),
+        "group": None if group is None else group.to_json(),
+        "stats": {
+            "mean": None if group is None else float(group.rewards.mean()),
+            "std": None if group is None else float(group.rewards.std()),
+            "clip": float(group.clipped.mean()) if stepped else None,
+            "kl": latest["kl"],
+            "entropy": latest["entropy"],
+            "p_best": latest["p_best"],
+        },
+        "curves": {key: subsample(*curves[key]) for key in CURVE_KEYS},
+        "ledger": [list(entry) for entry in ledger],
+        "progress": list(progress),
+        "reproduce": reproduction(run.seed, config),
+    }

@@ -1,0 +1,409 @@
+/* GRPO Companion, the §11 bandit lab on the static site: controls, in plain HTML,
+ * over the in-page engine (lab-engine.js), drawn by the one view module
+ * (lab-view.js). It mirrors grpo_core.lab.BanditLab: the same controls, the
+ * same ledger, the same state object, so the page and JupyterLab show the
+ * same lab. No server, no network: everything runs in this page.
+ *
+ * Every element with the class "grpo-lab-live" becomes a lab (its content, a
+ * note for readers without JavaScript, is replaced). data-seed sets the seed.
+ * Classic script: defines globalThis.GRPOLab.site and mounts on DOMContentLoaded.
+ */
+(function (root) {
+  "use strict";
+
+  const NAMES = ["A", "B", "C", "D"];
+  const REWARDS = [0.2, 0.9, 0.4, 0.1];
+  const LEDGER_LENGTH = 12;
+  const MAX_STEPS_PER_RUN = 500;
+  const MAX_SEED = 2 ** 31 - 1;
+  const TOP_ACTION = -1;
+  const ENGINE =
+    "JavaScript engine: grpo_core's bandit step and NumPy's default_rng, ported, running in this page";
+  // name: [label, min, max, step, digits] as the ipywidgets sliders of grpo_core.lab
+  const SLIDERS = {
+    group_size: ["G (group size)", 2, 64, 1, 0],
+    eps_low: ["ε clip", 0, 0.5, 0.01, 2],
+    beta: ["β KL", 0, 1, 0.005, 3],
+    lr: ["learning rate", 0.05, 4, 0.05, 2],
+    inner_epochs: ["inner epochs", 1, 16, 1, 0],
+  };
+  const KNOB_NAMES = {
+    group_size: "G",
+    eps_low: "ε",
+    beta: "β",
+    lr: "learning rate",
+    inner_epochs: "inner epochs",
+    advantage: "advantage",
+  };
+  const ADVANTAGES = [
+    ["GRPO", "grpo"],
+    ["RLOO", "rloo"],
+    ["Dr. GRPO", "dr_grpo"],
+  ];
+  const CURVE_KEYS = ["mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction"];
+
+  /** Python's f"{x:.{digits}f}": like toFixed, but an exact tie rounds to even, as Python does. */
+  function pyFixed(x, digits) {
+    const away = x.toFixed(digits);
+    const exact = x.toFixed(digits + 20);
+    const cut = exact.indexOf(".") + digits + 1;
+    if (exact.slice(cut) !== "5" + "0".repeat(19)) return away;
+    const toward = exact.slice(0, cut).replace(/\.$/, "");
+    return Number(toward.slice(-1)) % 2 === 0 ? toward : away;
+  }
+  const f3 = (x) => pyFixed(x, 3);
+  const probsText = (p) => "[" + p.map(f3).join(" ") + "]";
+  const pyRepr = (value) =>
+    typeof value === "string" ? `'${value}'` : Number.isInteger(value) ? value.toFixed(1) : String(value);
+  const argmax = (xs) => xs.reduce((best, x, k) => (x > xs[best] ? k : best), 0);
+
+  /** One lab in the page: the engine, the group on screen, the curves, the ledger. */
+  class SiteLab {
+    constructor(container, seed) {
+      const E = root.GRPOLab.engine;
+      this.E = E;
+      this.run = new E.BanditGRPO({ rewards: REWARDS, seed });
+      this.best = argmax(REWARDS);
+      this.group = null;
+      this.ledger = [];
+      this.entries = 0;
+      this.lastKnob = null;
+      this.progress = [0, 0];
+      this.running = null;
+      this.build(container);
+      this.clearCurves();
+      this.log(`start · seed ${this.run.seed} · π = π_ref = ${probsText(this.run.probs)}`);
+      this.render();
+    }
+
+    // -- construction -------------------------------------------------------
+    build(container) {
+      container.classList.add("grpo-lab");
+      container.innerHTML = "";
+      const html = (tag, attrs = {}, text = "") => {
+        const el = document.createElement(tag);
+        for (const [key, value] of Object.entries(attrs)) el.setAttribute(key, value);
+        if (text) el.innerHTML = text;
+        return el;
+      };
+      const header = html("div", { class: "grpo-lab-header" });
+      header.innerHTML =
+        '<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">One prompt, 4 answers ' +
+        "with rewards A 0.2, B 0.9, C 0.4, D 0.1 (chapter §11) · sample a group → standardise its rewards (eq. 3) " +
+        "→ clipped, KL-penalised step (eq. 9)</div>";
+      const body = html("div", { class: "grpo-lab-body" });
+      const controls = html("div", { class: "grpo-lab-controls" });
+      const views = html("div");
+      body.append(controls, views);
+      container.append(header, body);
+      this.controls = {};
+      const section = (title) => controls.append(html("div", { class: "grpo-section" }, title));
+      const slider = (name, value) => {
+        const [label, min, max, step, digits] = SLIDERS[name];
+        const row = html("label", { class: `grpo-control grpo-lab-${name.replace("_", "-")}` });
+        const input = html("input", { type: "range", min, max, step, value: String(value), "aria-label": label });
+        const output = html("output", {}, Number(value).toFixed(digits));
+        row.append(html("span", {}, label), input, output);
+        input.addEventListener("input", () => {
+          output.textContent = Number(input.value).toFixed(digits);
+        });
+        input.addEventListener("change", () => this.configure(name, Number(input.value)));
+        controls.append(row);
+        this.controls[name] = input;
+      };
+      const button = (text, css, action, title) => {
+        const el = html("button", { type: "button", class: css, title }, text);
+        el.addEventListener("click", action);
+        return el;
+      };
+      const number = (name, label, value, min, max) => {
+        const row = html("label", { class: `grpo-control grpo-wide grpo-lab-${name}` });
+        const input = html("input", { type: "number", min, max, step: 1, value: String(value) });
+        row.append(html("span", {}, label), input);
+        controls.append(row);
+        this.controls[name] = input;
+      };
+      const config = this.run.config;
+      section("Group &amp; clip");
+      slider("group_size", config.group_size);
+      slider("eps_low", config.eps_low);
+      section("KL to reference");
+      slider("beta", config.beta);
+      section("Optimiser");
+      slider("lr", config.lr);
+      slider("inner_epochs", config.inner_epochs);
+      section("Advantage Â (eq. 3, §8)");
+      const toggle = html("div", { class: "grpo-toggle grpo-lab-advantage", role: "group" });
+      this.advantageButtons = ADVANTAGES.map(([label, value]) => {
+        const el = button(label, "", () => this.configure("advantage", value), `${label} advantages`);
+        el.dataset.value = value;
+        toggle.append(el);
+        return el;
+      });
+      controls.append(toggle);
+      section("Actions");
+      const actions = html("div", { class: "grpo-buttons" });
+      this.buttons = {
+        sample: button("Sample group", "grpo-lab-sample", () => this.click(() => this.sample()), "draw G actions from π (eq. 1)"),
+        step: button("GRPO step", "grpo-lab-step", () => this.click(() => this.step()), "one GRPO iteration (§7)"),
+        run: button("Run N steps", "grpo-lab-run", () => this.toggleRun(), "N steps, each on a fresh group"),
+        reset: button("Reset", "grpo-lab-reset", () => this.click(() => this.reset()), "π back to the start; π_ref ← π"),
+      };
+      actions.append(...Object.values(this.buttons));
+      controls.append(actions);
+      number("steps", "N steps", 30, 1, MAX_STEPS_PER_RUN);
+      number("seed", "seed (at Reset)", this.run.seed, 0, MAX_SEED);
+      section("Push π toward greedy");
+      const onto = html("label", { class: "grpo-control grpo-wide grpo-lab-sharpen-action" });
+      const select = html("select", { "aria-label": "sharpen onto" });
+      select.append(html("option", { value: String(TOP_ACTION) }, "top (argmax π)"));
+      NAMES.forEach((name, k) => select.append(html("option", { value: String(k) }, name)));
+      select.value = "2";
+      onto.append(html("span", {}, "onto"), select);
+      controls.append(onto);
+      this.controls.sharpen_action = select;
+      const probRow = html("label", { class: "grpo-control grpo-lab-sharpen-prob" });
+      const prob = html("input", { type: "range", min: 0.25, max: 0.99, step: 0.01, value: "0.94", "aria-label": "π(onto)" });
+      const probOut = html("output", {}, "0.94");
+      prob.addEventListener("input", () => {
+        probOut.textContent = Number(prob.value).toFixed(2);
+      });
+      probRow.append(html("span", {}, "π(onto)"), prob, probOut);
+      controls.append(probRow);
+      this.controls.sharpen_prob = prob;
+      const sharpen = html("div", { class: "grpo-buttons" });
+      this.buttons.sharpen = button("Sharpen π", "grpo-lab-sharpen", () => this.click(() => this.sharpen()), "π(onto) as set; π_ref kept");
+      sharpen.append(this.buttons.sharpen);
+      controls.append(sharpen);
+      controls.append(
+        html(
+          "div",
+          { class: "grpo-note" },
+          "Small G and a sharp π reproduce the zero-variance failure (§9): most groups then hold one answer only.",
+        ),
+      );
+      this.view = root.GRPOLab.view.mount(views);
+    }
+
+    // -- actions (grpo_core.lab.BanditLab's, one for one) ---------------------
+    click(action) {
+      this.stop();
+      action();
+      this.render();
+    }
+
+    sample() {
+      const { actions, rewards } = this.run.sample();
+      const c = this.run.config;
+      this.group = { actions, rewards, advantages: this.E.advantages(rewards, c.advantage, c.adv_eps), ratios: null, clipped: null, eps: null };
+      const silent = Math.max(...rewards) === Math.min(...rewards);
+      const signal = silent ? "no signal (all rewards equal)" : `std(R) ${f3(this.E.npStd(rewards))}`;
+      const mean = f3(this.E.npMean(rewards));
+      this.log(`sample G=${actions.length} · ${actions.map((a) => NAMES[a]).join("")} · mean(R) ${mean} · ${signal}`);
+    }
+
+    step() {
+      const before = this.run.probs[this.best];
+      const result = this.doStep();
+      this.log(
+        `step ${this.run.history.length} · mean(R) ${f3(result.rewardMean)} std(R) ${f3(result.rewardStd)}` +
+          ` · clip ${pyFixed(result.clipFraction, 2)} · P(${NAMES[this.best]}) ${f3(before)} → ` +
+          `${f3(result.probs[this.best])} · KL ${f3(result.kl)}` +
+          (result.zeroVariance ? " · no signal" : ""),
+      );
+    }
+
+    doStep() {
+      const result = this.run.step();
+      this.group = {
+        actions: result.actions,
+        rewards: result.rewards,
+        advantages: result.advantages,
+        ratios: result.ratios,
+        clipped: result.clipped,
+        eps: this.run.config.eps_low,
+      };
+      const step = this.run.history.length;
+      for (const [key, value] of [["mean_reward", result.rewardMean], ["clip_fraction", result.clipFraction]]) {
+        this.curves[key][0].push(step);
+        this.curves[key][1].push(value);
+      }
+      this.recordPolicy();
+      return result;
+    }
+
+    toggleRun() {
+      if (this.running) {
+        this.stop();
+        this.render();
+        return;
+      }
+      const total = Math.min(Math.max(parseInt(this.controls.steps.value, 10) || 1, 1), MAX_STEPS_PER_RUN);
+      this.controls.steps.value = String(total);
+      const first = this.run.history.length;
+      const before = this.run.probs[this.best];
+      const run = { total, done: 0, silent: 0, first, before, frame: 0, lastKl: 0 };
+      this.running = run;
+      this.buttons.run.textContent = "Stop";
+      this.progress = [0, total];
+      const tick = () => {
+        if (this.running !== run) return;
+        const result = this.doStep();
+        run.done += 1;
+        run.silent += result.zeroVariance ? 1 : 0;
+        run.lastKl = result.kl;
+        this.progress = [run.done, total];
+        if (run.done === total) this.finishRun(run, false);
+        else run.frame = root.requestAnimationFrame(tick);
+        this.render();
+      };
+      run.frame = root.requestAnimationFrame(tick);
+      this.render();
+    }
+
+    finishRun(run, stopped) {
+      this.running = null;
+      root.cancelAnimationFrame(run.frame);
+      this.buttons.run.textContent = "Run N steps";
+      const what = stopped ? `run stopped after ${run.done} of ${run.total} steps` : `run ${run.total} steps`;
+      this.log(
+        `${what} (${run.first} → ${this.run.history.length}) · P(${NAMES[this.best]}) ${f3(run.before)} → ` +
+          `${f3(this.run.probs[this.best])} · KL ${f3(run.lastKl)} · no-signal groups ${run.silent}/${run.done}`,
+      );
+    }
+
+    /** Cancel a run in progress (any other control does). */
+    stop() {
+      if (this.running) this.finishRun(this.running, true);
+    }
+
+    sharpen() {
+      let target = parseInt(this.controls.sharpen_action.value, 10);
+      const prob = Number(this.controls.sharpen_prob.value);
+      if (target === TOP_ACTION) target = argmax(this.run.probs);
+      const probs = NAMES.map((_, k) => (k === target ? prob : (1.0 - prob) / (NAMES.length - 1)));
+      this.run.setPolicy(probs);
+      this.group = null;
+      this.recordPolicy();
+      this.log(`sharpen π onto ${NAMES[target]}: π = ${probsText(this.run.probs)} · π_ref kept`);
+    }
+
+    reset() {
+      const seed = Math.min(Math.max(parseInt(this.controls.seed.value, 10) || 0, 0), MAX_SEED);
+      this.controls.seed.value = String(seed);
+      this.run.reset(seed);
+      this.group = null;
+      this.progress = [0, 0];
+      this.clearCurves();
+      this.log(`reset · seed ${this.run.seed} · π = π_ref = ${probsText(this.run.probs)}`);
+    }
+
+    configure(name, value) {
+      this.stop();
+      this.run.configure(name === "eps_low" ? { eps_low: value, eps_high: null } : { [name]: value });
+      const c = this.run.config;
+      if (name === "group_size" && this.run.pending !== null) {
+        this.run.pending = null; // a group of the old size would not match the slider
+        this.group = null;
+      } else if (name === "advantage" && this.group !== null && this.group.ratios === null) {
+        this.group = { ...this.group, advantages: this.E.advantages(this.group.rewards, c.advantage, c.adv_eps) };
+      }
+      const shown = name === "advantage" ? ADVANTAGES.find(([, v]) => v === value)[0] : String(value);
+      this.log(`set ${KNOB_NAMES[name]} = ${shown}`, name);
+      this.render();
+    }
+
+    // -- curves and ledger ----------------------------------------------------
+    clearCurves() {
+      this.curves = Object.fromEntries(CURVE_KEYS.map((key) => [key, [[], []]]));
+      this.recordPolicy();
+    }
+
+    recordPolicy() {
+      const E = this.E;
+      const probs = this.run.probs, ref = this.run.refProbs;
+      const step = this.run.history.length;
+      const point = {
+        value: E.stateValue(probs, this.run.rewardTable),
+        p_best: probs[this.best],
+        kl: E.categoricalKl(probs, ref),
+        entropy: E.entropy(probs),
+      };
+      for (const [key, value] of Object.entries(point)) {
+        this.curves[key][0].push(step);
+        this.curves[key][1].push(value);
+      }
+    }
+
+    /** A ledger entry; a change of the knob changed just before replaces that entry (one per gesture). */
+    log(text, knob = null) {
+      if (knob !== null && knob === this.lastKnob && this.ledger.length) {
+        this.ledger[this.ledger.length - 1] = [this.ledger[this.ledger.length - 1][0], text];
+      } else {
+        this.entries += 1;
+        this.ledger.push([this.entries, text]);
+        if (this.ledger.length > LEDGER_LENGTH) this.ledger.shift();
+      }
+      this.lastKnob = knob;
+    }
+
+    // -- the one state, the one place that draws ------------------------------
+    state() {
+      const run = this.run;
+      const c = run.config;
+      const group = this.group;
+      const latest = (key) => this.curves[key][1][this.curves[key][1].length - 1];
+      const stepped = group !== null && group.ratios !== null;
+      const knobs = ["group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage"];
+      return {
+        engine: ENGINE,
+        names: NAMES,
+        rewards: run.rewardTable,
+        best: this.best,
+        probs: run.probs,
+        ref_probs: run.refProbs,
+        config: Object.fromEntries(knobs.map((k) => [k, c[k]])),
+        seed: run.seed,
+        steps: run.history.length,
+        group,
+        stats: {
+          mean: group === null ? null : this.E.npMean(group.rewards),
+          std: group === null ? null : this.E.npStd(group.rewards),
+          clip: stepped ? group.clipped.filter(Boolean).length / group.clipped.length : null,
+          kl: latest("kl"),
+          entropy: latest("entropy"),
+          p_best: latest("p_best"),
+        },
+        curves: this.curves,
+        ledger: this.ledger,
+        progress: this.progress,
+        reproduce:
+          `BanditGRPO(seed=${run.seed}, config=GRPOConfig(` +
+          knobs.map((k) => `${k}=${k === "group_size" || k === "inner_epochs" ? c[k] : pyRepr(c[k])}`).join(", ") +
+          "))",
+      };
+    }
+
+    render() {
+      for (const el of this.advantageButtons) el.setAttribute("aria-pressed", String(el.dataset.value === this.run.config.advantage));
+      this.view.update(this.state());
+    }
+  }
+
+  function mountAll() {
+    const labs = [];
+    for (const el of document.querySelectorAll(".grpo-lab-live")) {
+      const seed = parseInt(el.dataset.seed || "0", 10);
+      labs.push(new SiteLab(el, seed));
+    }
+    root.GRPOLab.labs = labs;
+    return labs;
+  }
+
+  root.GRPOLab = root.GRPOLab || {};
+  root.GRPOLab.site = { SiteLab, mountAll };
+  if (root.document) {
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
+    else mountAll();
+  }
+})(globalThis);

@@ -1,0 +1,275 @@
+/* GRPO Companion, the §11 bandit lab: every view, drawn from one state object.
+ *
+ * One module for both labs: in JupyterLab it is the front end of the
+ * anywidget grpo_core.lab.view.LabView (its synced `state` is built by
+ * grpo_core.lab.state.lab_state from a BanditGRPO run), on the site it is
+ * driven by lab-site.js over the JavaScript engine (lab-engine.js). Either
+ * way a click becomes one state, and update() redraws every view from it in
+ * one synchronous pass, hence in one frame. Every slot has a fixed size (the
+ * no-signal banner, the chips, the progress bar), so nothing moves when a
+ * view changes. The view computes no formula of the chapter; it formats.
+ *
+ * State: {engine, names, rewards, best, probs, ref_probs, config, seed,
+ * steps, group: null | {actions, rewards, advantages, ratios, clipped, eps},
+ * stats: {mean, std, clip, kl, entropy, p_best}, curves: {key: [xs, ys]},
+ * ledger: [[number, text], ...] oldest first, progress: [done, total],
+ * reproduce}. Classic script: defines globalThis.GRPOLab.view.
+ */
+(function (root) {
+  "use strict";
+
+  const CURVE_POINTS = 300;
+  const COLORS = { blue: "#2f6db5", grey: "#9aa4af", green: "#1a7f37", muted: "#656d76" };
+  const CARDS = [
+    ["mean", "mean(R)"],
+    ["std", "std(R)"],
+    ["clip", "clip fraction"],
+    ["kl", "KL(π‖π_ref)"],
+    ["entropy", "entropy H(π)"],
+    ["pB", "P(best)"],
+    ["step", "steps"],
+  ];
+
+  const escape = (text) =>
+    String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+  const fmt = (value, digits = 3) => (value === null || value === undefined ? "—" : Number(value).toFixed(digits));
+  const signed = (value) => {
+    const text = (value >= 0 ? "+" : "") + value.toFixed(2);
+    return text === "+0.00" || text === "-0.00" ? "0.00" : text;
+  };
+  const g = (value) => String(Number(value)); // Python's :g for the rewards of the table
+  const tone = (a) => (a > 0 ? "grpo-pos" : a < 0 ? "grpo-neg" : "grpo-zero");
+
+  function policySvg(state) {
+    const width = 360, height = 196, left = 34, right = 8, top = 22, bottom = 44;
+    const plotW = width - left - right, plotH = height - top - bottom;
+    const slot = plotW / state.names.length;
+    const y = (p) => top + plotH * (1 - p);
+    const parts = [
+      `<svg class="grpo-svg" viewBox="0 0 ${width} ${height}" role="img" aria-label="policy over actions">`,
+      `<rect x="${width - 150}" y="4" width="10" height="10" fill="${COLORS.blue}"/>`,
+      `<text x="${width - 136}" y="13" class="grpo-small">π_θ</text>`,
+      `<rect x="${width - 98}" y="4" width="10" height="10" fill="#e6eaef" stroke="${COLORS.grey}"/>`,
+      `<text x="${width - 84}" y="13" class="grpo-small">π_ref (reset)</text>`,
+    ];
+    for (const tick of [0, 0.5, 1]) {
+      parts.push(
+        `<line x1="${left}" x2="${width - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}" class="grpo-grid"/>`,
+        `<text x="${left - 5}" y="${(y(tick) + 3).toFixed(1)}" text-anchor="end" class="grpo-small">${tick.toFixed(1)}</text>`,
+      );
+    }
+    state.names.forEach((name, k) => {
+      const cx = left + slot * (k + 0.5);
+      const p = state.probs[k], q = state.ref_probs[k];
+      parts.push(
+        `<rect class="grpo-bar" x="${(cx - 17).toFixed(1)}" y="${y(p).toFixed(1)}" width="22" height="${(plotH * p).toFixed(1)}" fill="${COLORS.blue}" rx="2"/>`,
+        `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="#e6eaef" stroke="${COLORS.grey}" rx="1"/>`,
+        `<text x="${(cx - 6).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" class="grpo-value">${p.toFixed(2)}</text>`,
+        `<text x="${cx.toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" class="grpo-action${k === state.best ? " grpo-best" : ""}">${escape(name)}</text>`,
+        `<text x="${cx.toFixed(1)}" y="${top + plotH + 31}" text-anchor="middle" class="grpo-small">r = ${g(state.rewards[k])}</text>`,
+      );
+    });
+    parts.push("</svg>");
+    return parts.join("");
+  }
+
+  function groupHtml(state) {
+    const group = state.group;
+    const names = state.names;
+    let title, chips = "";
+    const rows = [];
+    if (group === null) {
+      title = "No group yet: press <b>Sample group</b> or <b>GRPO step</b>.";
+      names.forEach((name) => rows.push(`<tr class="grpo-absent"><td>${escape(name)}</td><td>—</td><td>—</td><td>—</td><td>—</td><td>—</td></tr>`));
+    } else {
+      const stepped = group.ratios !== null;
+      title = `Group of G = ${group.actions.length} · ${stepped ? "used by the last GRPO step" : "sampled, not yet used"}`;
+      chips = group.actions
+        .map((o, i) => {
+          const a = group.advantages[i];
+          return `<span class="grpo-chip ${tone(a)}" title="o${i + 1} = ${escape(names[o])}, R = ${g(group.rewards[i])}, Â = ${signed(a)}">${escape(names[o])}</span>`;
+        })
+        .join("");
+      names.forEach((name, k) => {
+        const where = group.actions.flatMap((a, i) => (a === k ? [i] : []));
+        if (where.length === 0) {
+          rows.push(`<tr class="grpo-absent"><td>${escape(name)}</td><td>0</td><td colspan="4">not sampled</td></tr>`);
+          return;
+        }
+        const i = where[0];
+        const adv = group.advantages[i];
+        let ratio = "—", clip = "—";
+        if (stepped) {
+          ratio = group.ratios[i].toFixed(2);
+          clip = group.clipped[i] ? (adv > 0 ? "yes: r &gt; 1+ε" : "yes: r &lt; 1−ε") : "no";
+        }
+        rows.push(
+          `<tr><td>${escape(name)}</td><td>${where.length}</td><td>${g(group.rewards[i])}</td>` +
+            `<td class="${tone(adv)}">${signed(adv)}</td><td>${ratio}</td><td>${clip}</td></tr>`,
+        );
+      });
+    }
+    const eps = group && group.eps !== null && group.eps !== undefined ? group.eps : state.config.eps_low;
+    return (
+      `<div class="grpo-group-title">${title}</div><div class="grpo-chips">${chips}</div>` +
+      '<table class="grpo-table"><thead><tr><th>o</th><th>n</th><th>R</th><th>Â</th>' +
+      `<th>r = π/π<sub>old</sub></th><th>clipped (ε = ${eps.toFixed(2)})</th></tr></thead>` +
+      `<tbody>${rows.join("")}</tbody></table>`
+    );
+  }
+
+  function warningHtml(state) {
+    const group = state.group;
+    if (group === null) return '<div class="grpo-signal">No group on screen.</div>';
+    const rewards = group.rewards;
+    if (Math.max(...rewards) !== Math.min(...rewards)) {
+      return `<div class="grpo-signal">This group carries signal: std(R) = ${fmt(state.stats.std)}, so Â<sub>i</sub> ≠ 0 (eq. 3).</div>`;
+    }
+    const beta = state.config.beta;
+    const consequence =
+      beta > 0
+        ? `only the KL term (β = ${beta.toFixed(3)}) moves π, back toward π_ref.`
+        : "with β = 0 a GRPO step leaves π exactly where it is.";
+    return (
+      '<div class="grpo-warning"><b>⚠ No signal from this group.</b> ' +
+      `All G = ${rewards.length} rewards equal ${g(rewards[0])}, so std(R) = 0 and every Â<sub>i</sub> = 0 ` +
+      `(Property 4.1): the clipped surrogate has zero gradient; ${consequence}</div>`
+    );
+  }
+
+  function subsample(xs, ys) {
+    if (xs.length <= CURVE_POINTS) return [xs, ys];
+    const keep = [...new Set(Array.from({ length: CURVE_POINTS }, (_, i) => Math.floor((i * (xs.length - 1)) / (CURVE_POINTS - 1))))];
+    return [keep.map((i) => xs[i]), keep.map((i) => ys[i])];
+  }
+
+  function niceCeiling(value) {
+    const scale = 10 ** Math.floor(Math.log10(Math.max(value, 1e-12)));
+    return Math.max(0.1, [1, 2, 5, 10].map((m) => m * scale).find((v) => v >= value));
+  }
+
+  function curvePanels(state) {
+    const c = state.curves;
+    const last = Math.max(10, ...c.p_best[0]);
+    const bestName = escape(state.names[state.best]);
+    const low = Math.min(...state.rewards), high = Math.max(...state.rewards);
+    return [
+      [
+        `reward (raw): <tspan fill="${COLORS.muted}">group mean R</tspan> · <tspan fill="${COLORS.blue}">V^π</tspan>`,
+        [["mean_reward", COLORS.grey, 1.0], ["value", COLORS.blue, 1.8]],
+        low,
+        high,
+      ],
+      [`P(${bestName})`, [["p_best", COLORS.green, 1.8]], 0, 1],
+      ["KL(π‖π_ref)", [["kl", "#8250df", 1.8]], 0, niceCeiling(1.1 * Math.max(...c.kl[1]))],
+      ["entropy H(π) [nats]", [["entropy", "#bc4c00", 1.8]], 0, Math.log(state.names.length)],
+      ["clip fraction (of the group)", [["clip_fraction", "#cf222e", 1.4]], 0, 1],
+    ].map(([title, series, yLow, yHigh]) => {
+      const w = 300, h = 118, x0 = 36, x1 = w - 10, y0 = 20, y1 = h - 18;
+      const xOf = (x) => (x0 + ((x1 - x0) * x) / last).toFixed(1);
+      const yOf = (v) => (y1 - ((y1 - y0) * (v - yLow)) / (yHigh - yLow)).toFixed(1);
+      const values = c[series[series.length - 1][0]][1];
+      const current = values.length ? fmt(values[values.length - 1]) : "—";
+      const lines = series
+        .filter(([key]) => c[key][0].length)
+        .map(([key, color, stroke]) => {
+          const [xs, ys] = subsample(c[key][0], c[key][1]);
+          const points = xs.map((x, i) => `${xOf(x)},${yOf(ys[i])}`).join(" ");
+          return `<polyline points="${points}" fill="none" stroke="${color}" stroke-width="${stroke}"/>`;
+        });
+      return (
+        `<svg class="grpo-svg" viewBox="0 0 ${w} ${h}" role="img" aria-label="learning curve">` +
+        `<rect x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" class="grpo-panel"/>` +
+        `<text x="${x0}" y="13" class="grpo-panel-title">${title}</text>` +
+        `<text x="${x1}" y="13" text-anchor="end" class="grpo-value">${current}</text>` +
+        `<text x="${x0 - 4}" y="${y0 + 8}" text-anchor="end" class="grpo-small">${+yHigh.toPrecision(3)}</text>` +
+        `<text x="${x0 - 4}" y="${y1}" text-anchor="end" class="grpo-small">${+yLow.toPrecision(3)}</text>` +
+        `<text x="${x1}" y="${y1 + 13}" text-anchor="end" class="grpo-small">step ${last}</text>` +
+        `<text x="${x0}" y="${y1 + 13}" class="grpo-small">0</text>${lines.join("")}</svg>`
+      );
+    });
+  }
+
+  function ledgerHtml(state) {
+    const items = state.ledger
+      .slice()
+      .reverse()
+      .map(([n, text]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(text)}</li>`)
+      .join("");
+    return `<div class="grpo-group-title">Ledger (most recent first)</div><ol class="grpo-ledger">${items}</ol>`;
+  }
+
+  function cardTexts(state) {
+    const s = state.stats;
+    return {
+      mean: fmt(s.mean),
+      std: fmt(s.std),
+      clip: fmt(s.clip, 2),
+      kl: fmt(s.kl),
+      entropy: fmt(s.entropy),
+      pB: fmt(s.p_best),
+      step: String(state.steps),
+    };
+  }
+
+  const SKELETON =
+    '<div class="grpo-lab-row grpo-lab-cards">' +
+    CARDS.map(
+      ([key, label]) =>
+        `<div class="grpo-lab-card grpo-lab-${key}"><div class="grpo-card-label">${label}</div><div class="grpo-card-value">—</div></div>`,
+    ).join("") +
+    "</div>" +
+    '<div class="grpo-lab-warning" aria-live="polite"></div>' +
+    '<div class="grpo-lab-row grpo-lab-panels">' +
+    '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
+    '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
+    '<div class="grpo-lab-panel"><div class="grpo-group-title">Learning curves</div><div class="grpo-lab-curves"></div></div>' +
+    '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
+    '<div class="grpo-lab-status"><progress class="grpo-lab-progress" max="1" value="0"></progress>' +
+    '<span class="grpo-lab-progress-label"></span></div>' +
+    '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · reproduce in Python: <code></code></div>';
+
+  /** Build the views inside ``el`` once; returns {update(state)}, which redraws all of them. */
+  function mount(el) {
+    el.classList.add("grpo-lab-views");
+    el.innerHTML = SKELETON;
+    const $ = (selector) => el.querySelector(selector);
+    const cards = Object.fromEntries(CARDS.map(([key]) => [key, $(`.grpo-lab-${key} .grpo-card-value`)]));
+    const bestLabel = $(".grpo-lab-pB .grpo-card-label");
+    const slots = {
+      warning: $(".grpo-lab-warning"),
+      policy: $(".grpo-lab-policy"),
+      group: $(".grpo-lab-group"),
+      curves: $(".grpo-lab-curves"),
+      ledger: $(".grpo-lab-ledger"),
+      progress: $(".grpo-lab-progress"),
+      progressLabel: $(".grpo-lab-progress-label"),
+      engine: $(".grpo-lab-engine"),
+      reproduce: $(".grpo-lab-reproduce code"),
+    };
+    return {
+      el,
+      update(state) {
+        for (const [key, text] of Object.entries(cardTexts(state))) cards[key].textContent = text;
+        bestLabel.textContent = `P(${state.names[state.best]})`;
+        slots.warning.innerHTML = warningHtml(state);
+        slots.policy.innerHTML = policySvg(state);
+        slots.group.innerHTML = groupHtml(state);
+        slots.curves.innerHTML = curvePanels(state)
+          .map((svg) => `<div class="grpo-curve">${svg}</div>`)
+          .join("");
+        slots.ledger.innerHTML = ledgerHtml(state);
+        const [done, total] = state.progress;
+        slots.progress.max = Math.max(total, 1);
+        slots.progress.value = done;
+        slots.progress.style.visibility = total ? "visible" : "hidden";
+        slots.progressLabel.textContent = total ? `${done} / ${total} steps` : "";
+        slots.engine.textContent = state.engine;
+        slots.reproduce.textContent = state.reproduce;
+      },
+    };
+  }
+
+  root.GRPOLab = root.GRPOLab || {};
+  root.GRPOLab.view = { mount, fmt, signed };
+})(globalThis);

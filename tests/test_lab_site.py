@@ -1,0 +1,404 @@
+"""The live lab of the built §11 page (``make book`` → ``_build/html``) in headless Chromium.
+
+The page runs the lab with no kernel: the JavaScript engine
+(``grpo_core/lab/static/lab-engine.js``) under the one view module. Here it
+must (1) replay grpo_core's seeded 200-step runs (``tests/lab_parity.py``):
+same actions, logits within 1e-12 after every step; (2) answer every control
+with the change it promises; (3) request nothing from another host and log no
+error, also with the browser offline; (4) fit the window at every width from
+360 to 1920 px, like every other page of the site. Screenshots at 390 and
+1400 px go to ``_build/screenshots/site/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import yaml
+from lab_parity import LOGIT_TOLERANCE, STEPS, trajectories
+
+from grpo_core.bandit import BanditGRPO, GRPOConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots" / "site"
+LAB_PAGE = "notebooks/11-bandit-lab.html"
+WIDTHS = (360, 390, 768, 1024, 1100, 1280, 1920)
+TIMEOUT_MS = 30_000
+
+# Replays each case with the page's engine; returns per case the first step whose actions differ and the largest
+# logit error over the steps before it.
+PARITY = """(cases) => cases.map((c) => {
+  const run = new GRPOLab.engine.BanditGRPO({ seed: c.seed, config: c.config });
+  if (c.policy) run.setPolicy(c.policy);
+  let worst = 0;
+  for (let s = 0; s < c.actions.length; s++) {
+    const result = run.step();
+    if (JSON.stringify(result.actions) !== JSON.stringify(c.actions[s])) return { mismatch: s, worst };
+    run.logits.forEach((x, k) => { worst = Math.max(worst, Math.abs(x - c.logits[s][k])); });
+  }
+  return { mismatch: null, worst, steps: c.actions.length };
+})"""
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site():
+    """Base URL of ``_build/html`` served on a free port of 127.0.0.1."""
+    assert (SITE / LAB_PAGE).is_file(), f"{SITE} is not built: run `make book` first"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+class Watch:
+    """Console errors, uncaught exceptions, failed requests and requests to other hosts of one page."""
+
+    def __init__(self, page, base: str):
+        self.errors: list[str] = []
+        self.foreign: list[str] = []
+        self.failed: list[str] = []
+        self.requests: list[str] = []
+        host = urlsplit(base).netloc
+        page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
+        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+        page.on("requestfailed", lambda request: self.failed.append(request.url))
+        page.on("response", lambda response: response.status >= 400 and self.failed.append(response.url))
+
+        def request(request):
+            self.requests.append(request.url)
+            parts = urlsplit(request.url)
+            if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host:
+                self.foreign.append(request.url)
+
+        page.on("request", request)
+
+    def assert_clean(self):
+        assert self.foreign == [], "requests left the site"
+        assert self.failed == [], "requests failed"
+        assert self.errors == [], "console errors"
+
+
+@pytest.fixture
+def lab_page(browser, site):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    watch = Watch(page, site)
+    page.goto(site + LAB_PAGE, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
+    yield page, watch, context
+    context.close()
+
+
+def live(page):
+    return page.locator(".grpo-lab-live")
+
+
+def card(page, name: str) -> str:
+    return live(page).locator(f".grpo-lab-{name} .grpo-card-value").inner_text().strip()
+
+
+def ledger_top(page) -> str:
+    return live(page).locator(".grpo-lab-ledger li").first.inner_text().strip()
+
+
+SLOTS = """() => {
+  const lab = document.querySelector('.grpo-lab-live').getBoundingClientRect();
+  return ['warning', 'group', 'policy', 'curves', 'ledger', 'progress'].map((name) => {
+    const box = document.querySelector(`.grpo-lab-live .grpo-lab-${name}`).getBoundingClientRect();
+    return [name, box.left - lab.left, box.top - lab.top, box.width, box.height];
+  });
+}"""
+
+
+def slots(page) -> list:
+    """Where each view sits inside the live lab (offsets from the lab's corner, sizes)."""
+    return page.evaluate(SLOTS)
+
+
+def engine_logits(page) -> np.ndarray:
+    return np.array(page.evaluate("() => GRPOLab.labs[0].run.logits"))
+
+
+def test_the_page_engine_replays_grpo_core_runs(lab_page):
+    page, watch, context = lab_page
+    context.set_offline(True)
+    cases = trajectories()
+    results = page.evaluate(PARITY, cases)
+    for case, result in zip(cases, results, strict=True):
+        assert result["mismatch"] is None, f"seed {case['seed']} {case['config']}: actions differ at step {result}"
+        assert result["steps"] == STEPS
+        assert result["worst"] <= LOGIT_TOLERANCE, f"seed {case['seed']} {case['config']}: logits off by {result}"
+    watch.assert_clean()
+
+
+def test_the_page_says_which_engine_runs_and_how_to_reproduce_it(lab_page):
+    page, watch, _ = lab_page
+    lab = live(page)
+    assert "JavaScript engine" in lab.locator(".grpo-lab-engine").inner_text()
+    assert lab.locator(".grpo-lab-reproduce code").inner_text() == (
+        "BanditGRPO(seed=0, config=GRPOConfig(group_size=8, eps_low=0.2, beta=0.04, lr=1.0, inner_epochs=4, "
+        "advantage='grpo'))"
+    )
+    assert page.locator(".grpo-lab-noscript").count() == 0, "the no-JavaScript note is replaced by the lab"
+    snapshot = page.locator(".cell_output .grpo-lab")
+    snapshot.wait_for()
+    assert snapshot.locator(".grpo-lab-views .grpo-lab-step .grpo-card-value").inner_text() == "5", (
+        "the saved widget snapshot (five recorded steps) is drawn by the same view module"
+    )
+    watch.assert_clean()
+
+
+def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
+    page, watch, context = lab_page
+    context.set_offline(True)
+    lab = live(page)
+    assert card(page, "step") == "0" and card(page, "pB") == "0.250" and card(page, "mean") == "—"
+    assert "No group yet" in lab.locator(".grpo-lab-group").inner_text()
+    box = slots(page)
+
+    lab.locator("button.grpo-lab-sample").click()
+    assert card(page, "mean") != "—" and card(page, "clip") == "—"
+    assert lab.locator(".grpo-lab-group .grpo-chip").count() == 8
+    assert "sampled, not yet used" in lab.locator(".grpo-lab-group").inner_text()
+    assert ledger_top(page).startswith("#2 sample G=8")
+    chips = lab.locator(".grpo-lab-group .grpo-chips").inner_text()
+    advantages = lab.locator(".grpo-lab-group td.grpo-pos, .grpo-lab-group td.grpo-neg").all_inner_texts()
+
+    lab.locator(".grpo-lab-advantage button", has_text="Dr. GRPO").click()
+    assert lab.locator(".grpo-lab-advantage button[aria-pressed=true]").inner_text() == "Dr. GRPO"
+    assert "set advantage = Dr. GRPO" in ledger_top(page)
+    assert lab.locator(".grpo-lab-group td.grpo-pos, .grpo-lab-group td.grpo-neg").all_inner_texts() != advantages
+    lab.locator(".grpo-lab-advantage button", has_text="GRPO").first.click()
+
+    lab.locator("button.grpo-lab-step").click()
+    assert card(page, "step") == "1" and card(page, "pB") != "0.250" and card(page, "clip") != "—"
+    assert "used by the last GRPO step" in lab.locator(".grpo-lab-group").inner_text()
+    assert lab.locator(".grpo-lab-group .grpo-chips").inner_text() == chips, "the step used the group on screen"
+    np.testing.assert_allclose(engine_logits(page), BanditGRPO(seed=0).run(1)[-1].logits, rtol=0, atol=1e-12)
+
+    handle = lab.locator(".grpo-lab-group-size input")
+    handle.focus()
+    for _ in range(4):
+        handle.press("ArrowLeft")
+    assert lab.locator(".grpo-lab-group-size output").inner_text() == "4"
+    entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
+    assert entries[0] == "#5 set G = 4", entries  # 1 start, 2 sample, 3 advantage (toggled twice), 4 step
+    assert sum("set G" in entry for entry in entries) == 1, "four key presses, one ledger entry"
+    for name, value in (("eps-low", "0.1"), ("beta", "0.2"), ("lr", "0.5"), ("inner-epochs", "8")):
+        lab.locator(f".grpo-lab-{name} input").fill(value)
+    assert lab.locator(".grpo-lab-reproduce code").inner_text() == (
+        "BanditGRPO(seed=0, config=GRPOConfig(group_size=4, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8, "
+        "advantage='grpo'))"
+    )
+
+    lab.locator(".grpo-lab-seed input").fill("3")
+    lab.locator("button.grpo-lab-reset").click()
+    assert card(page, "step") == "0" and card(page, "pB") == "0.250" and card(page, "mean") == "—"
+    assert ledger_top(page).startswith("#") and "reset · seed 3" in ledger_top(page)
+    assert not lab.locator(".grpo-lab-progress").is_visible()
+
+    lab.locator(".grpo-lab-steps input").fill("30")
+    lab.locator("button.grpo-lab-run").click()
+    seen = set()
+    while (label := lab.locator(".grpo-lab-progress-label").inner_text()) != "30 / 30 steps":
+        seen.add(label)
+        page.wait_for_timeout(5)
+    assert any(label.endswith(" / 30 steps") and label != "30 / 30 steps" for label in seen), seen
+    assert card(page, "step") == "30" and "run 30 steps (0 → 30)" in ledger_top(page)
+    replay = BanditGRPO(seed=3, config=GRPOConfig(group_size=4, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8))
+    replay.run(30)
+    np.testing.assert_allclose(engine_logits(page), replay.logits, rtol=0, atol=1e-12)
+    assert lab.locator(".grpo-lab-curves polyline").count() == 6
+
+    lab.locator(".grpo-lab-steps input").fill("500")
+    lab.locator("button.grpo-lab-run").click()
+    page.wait_for_function("() => GRPOLab.labs[0].run.history.length > 35")
+    lab.locator("button.grpo-lab-run").click()  # Stop
+    stopped = int(card(page, "step"))
+    assert 35 < stopped < 530 and "run stopped after" in ledger_top(page)
+    page.wait_for_timeout(200)
+    assert int(card(page, "step")) == stopped, "a stopped run takes no more steps"
+
+    lab.locator(".grpo-lab-beta input").fill("0")
+    lab.locator(".grpo-lab-sharpen-action select").select_option("C")
+    lab.locator("button.grpo-lab-sharpen").click()
+    assert card(page, "pB") == "0.020" and "sharpen π onto C" in ledger_top(page)
+    for _ in range(40):  # P(all four draws are C) = 0.78
+        lab.locator("button.grpo-lab-sample").click()
+        if lab.locator(".grpo-lab-warning .grpo-warning").count():
+            break
+    assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
+    assert slots(page) == box, "the banner, the group and the progress bar keep their slots: nothing below moved"
+    watch.assert_clean()
+
+
+def test_no_request_while_playing_offline(lab_page):
+    page, watch, context = lab_page
+    before = len(watch.requests)
+    context.set_offline(True)
+    lab = live(page)
+    for button in ("sample", "step", "reset", "sharpen", "step"):
+        lab.locator(f"button.grpo-lab-{button}").click()
+    assert card(page, "step") == "1"
+    assert watch.requests[before:] == [], "the lab fetched something while being played"
+    watch.assert_clean()
+
+
+def _toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+
+    def files(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                yield node["file"]
+            for value in node.values():
+                yield from files(value)
+        elif isinstance(node, list):
+            for item in node:
+                yield from files(item)
+
+    return [f"{name}.html" for name in [toc["root"], *files(toc.get("parts", []))]]
+
+
+OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+LAYOUT = """() => {
+  const box = (selector) => document.querySelector(selector).getBoundingClientRect();
+  const lab = box('.grpo-lab-live'), controls = box('.grpo-lab-live .grpo-lab-controls');
+  const views = box('.grpo-lab-live .grpo-lab-views'), header = box('.bd-header');
+  return { lab: [lab.left, lab.right], controls: [controls.right, controls.bottom],
+           views: [views.left, views.top], header: [header.left, header.right] };
+}"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_lab_page_fits_every_width(browser, site, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        watch = Watch(page, site)
+        page.goto(site + LAB_PAGE, wait_until="load")
+        page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
+        page.wait_for_selector(".cell_output .grpo-lab .grpo-lab-ledger li")
+        scroll, inner = page.evaluate(OVERFLOW)
+        assert scroll <= inner, f"the §11 page scrolls sideways at {width} px ({scroll} > {inner})"
+        layout = page.evaluate(LAYOUT)
+        lab_width = layout["lab"][1] - layout["lab"][0]
+        if lab_width < 900:  # always so below 900 px of window
+            assert layout["controls"][1] <= layout["views"][1], "a lab narrower than 900 px stacks its views"
+        else:
+            assert layout["controls"][0] <= layout["views"][0], "a wide lab has its controls beside the views"
+        if width >= 1280:
+            assert lab_width >= 900, "on a laptop screen the lab has room for controls and views side by side"
+        assert layout["header"][0] <= layout["lab"][0] and layout["header"][1] >= layout["lab"][1], (
+            "the sticky header spans the lab"
+        )
+        if width in (390, 1920):
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            live(page).screenshot(path=str(SCREENSHOTS / f"lab-live-{width}.png"))
+        watch.assert_clean()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_no_page_of_the_site_scrolls_sideways(browser, site, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    wide = {}
+    try:
+        for name in _toc_pages():
+            page.goto(site + name, wait_until="load")
+            scroll, inner = page.evaluate(OVERFLOW)
+            if scroll > inner:
+                wide[name] = scroll
+    finally:
+        context.close()
+    assert wide == {}, f"pages wider than a {width}-px window"
+
+
+def test_screenshot_of_the_live_lab_at_1400_px(lab_page):
+    page, watch, _ = lab_page
+    lab = live(page)
+    lab.locator("button.grpo-lab-run").click()
+    page.wait_for_function("() => GRPOLab.labs[0].run.history.length >= 30 && !GRPOLab.labs[0].running")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    lab.screenshot(path=str(SCREENSHOTS / "lab-live-1400.png"))
+    assert lab.bounding_box()["width"] <= 1400
+    watch.assert_clean()
+
+
+def test_without_javascript_the_page_says_where_the_snapshot_is(browser, site):
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(site + LAB_PAGE, wait_until="load")
+        note = page.locator(".grpo-lab-live .grpo-lab-noscript")
+        assert note.is_visible() and "snapshot" in note.inner_text()
+        assert page.locator(".cell_output img").count() >= 1, "the snapshot figure of the recorded run"
+        readout = "".join(page.locator(".cell_output pre").all_inner_texts())
+        assert "P(B) 0.687" in readout, "the readout of the recorded run"
+    finally:
+        context.close()
+
+
+def assert_same_state(python, page, path="state"):
+    """Equal structure and text; numbers equal up to the last bits of a transcendental function."""
+    if isinstance(python, dict):
+        assert set(python) == set(page), f"{path}: keys {set(python) ^ set(page)}"
+        for key in python:
+            assert_same_state(python[key], page[key], f"{path}.{key}")
+    elif isinstance(python, list | tuple):
+        assert len(python) == len(page), f"{path}: length {len(python)} != {len(page)}"
+        for i, (a, b) in enumerate(zip(python, page, strict=True)):
+            assert_same_state(a, b, f"{path}[{i}]")
+    elif isinstance(python, float) and not isinstance(page, bool):
+        assert page == pytest.approx(python, rel=0, abs=1e-12), path
+    else:
+        assert python == page, path
+
+
+def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page):
+    """The same clicks in the page and on grpo_core.lab.BanditLab give the same state, ledger included."""
+    from grpo_core.lab import BanditLab
+
+    page, watch, _ = lab_page
+    lab = live(page)
+    reference = BanditLab(seed=0, frame_delay=0)
+    click = lambda name: lab.locator(f"button.grpo-lab-{name}").click()  # noqa: E731
+    click("sample"), reference.sample()
+    click("step"), reference.step()
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-advantage button", has_text="RLOO").click()
+    reference.advantage.value = "rloo"
+    click("sample"), reference.sample()
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-group-size input").fill("5")
+    reference.group_size.value = 5
+    click("step"), reference.step()
+    lab.locator(".grpo-lab-steps input").fill("3")
+    click("run")
+    page.wait_for_function("() => !GRPOLab.labs[0].running && GRPOLab.labs[0].run.history.length === 7")
+    reference.run_steps(3)
+    lab.locator(".grpo-lab-sharpen-action select").select_option("C")
+    click("sharpen"), reference.sharpen("C", 0.94)
+    click("step"), reference.step()
+    python, in_page = reference.state(), page.evaluate("() => GRPOLab.labs[0].state()")
+    assert python.pop("engine").startswith("Python") and in_page.pop("engine").startswith("JavaScript")
+    assert_same_state(python, in_page)
+    assert len(in_page["ledger"]) == 12 and in_page["steps"] == 8
+    watch.assert_clean()
