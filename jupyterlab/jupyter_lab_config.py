@@ -1,7 +1,8 @@
 """JupyterLab as ``make lab`` starts it: ``jupyter lab --config=jupyterlab/jupyter_lab_config.py``.
 
-Everything here is local to the project; nothing is written to the user's
-home. See book/setup.md ("Working in JupyterLab") for what the reader sees.
+Everything here is local to the project: nothing is installed in the user's
+home, and the workspace (open tabs, layout) is kept in ``_build/``. See
+book/setup.md ("Working in JupyterLab") for what the reader sees.
 
 * The file browser opens on ``notebooks/`` and lists each notebook once: its
   MyST source ``NAME.md``, which opens as a notebook (jupytext, the default
@@ -24,6 +25,7 @@ ROOT = HERE.parent
 
 c.ServerApp.root_dir = str(ROOT / "notebooks")
 c.LabApp.app_settings_dir = str(HERE)
+c.LabApp.workspaces_dir = str(ROOT / "_build" / "jupyterlab-workspaces")  # open tabs and layout, not in git
 c.ContentsManager.hide_globs = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.ipynb"]
 # The .md header as stored: jupytext's format and version numbers are left out
 # (they would change with every jupytext release).

@@ -305,7 +305,7 @@ WIDE, NARROW = 1400, 390  # a laptop and a phone
 # screens gives its width to the lab), that width is free too.
 LAYOUT = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
-  const article = document.querySelector('.bd-article');
+  const article = document.querySelector('.bd-article') || document.querySelector('.bd-article-container');
   const box = article.getBoundingClientRect();
   const aside = document.querySelector('.bd-sidebar-secondary');
   const asideShown = aside && getComputedStyle(aside).display !== 'none' && aside.getBoundingClientRect().width > 0;
@@ -360,7 +360,9 @@ def test_nothing_is_wider_than_the_text_column(browser, site, name, width):
 # --- Figures: the smallest text stays legible at the column width -----------------------------------------------
 
 MIN_TEXT_PX = 9
-FIGURES = """() => [...document.querySelectorAll('.bd-article img')].map((img) => ({
+# Figures: the images of cell outputs and of MyST figures (not icons such as the index's toggles).
+FIGURES = """() => [...document.querySelectorAll('.bd-article .cell_output img, .bd-article figure img')]
+  .map((img) => ({
   src: new URL(img.currentSrc || img.src).pathname, shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
 }))"""
 # Text of inline SVG (the lab's charts): its computed font size times the scale it is drawn at.
