@@ -220,6 +220,15 @@ def test_page_is_complete_and_self_contained(page, site, name):
     assert broken == [], "images that did not load"
 
 
+def test_the_notation_check_finds_untypeset_notation():
+    """Each pattern catches what it is meant to and leaves code words and numbers alone (so the check above cannot
+    pass vacuously)."""
+    raw = "ratio r_{i,t} of o_i, KL to π_ref, V^π and p^G + (1-p)^G, \\frac{a}{b}, Â₁ = 0.97, $x$"
+    assert set(untypeset_notation(raw)) == set(UNTYPESET_NOTATION)
+    prose = "group_advantages and eps_low are names; 10 ms, x2, G = 8, clip-higher, 1e-8, 1.5B to 70B, 2^10"
+    assert untypeset_notation(prose) == {}
+
+
 def test_every_page_with_math_is_typeset(page, site):
     """The check above must not pass vacuously: the notation page is full of typeset math."""
     _open(page, site + "book/notation.html")
@@ -386,8 +395,21 @@ def _scale(transform: str) -> float:
     return factor
 
 
+def _font_size(element, inherited: float) -> float:
+    found = _FONT_SIZE.search(element.get("style", ""))
+    if found:
+        return float(found.group(1) or found.group(2))
+    if element.get("font-size"):
+        return float(re.match(r"[\d.]+", element.get("font-size")).group())
+    return inherited
+
+
 def svg_text(svg: str) -> tuple[float, list[tuple[str, float]]]:
-    """The width of an SVG figure in its own units (viewBox) and each text with its font size in those units."""
+    """The width of an SVG figure in its own units (viewBox), and each text with its font size in those units.
+
+    A text's size is that of its largest run: Matplotlib writes a formula as one <text> whose <tspan> runs are
+    the base size, with sub- and superscripts at 70 % of it, as in any typeset formula.
+    """
     import xml.etree.ElementTree as ET
 
     root = ET.fromstring(svg)
@@ -397,13 +419,11 @@ def svg_text(svg: str) -> tuple[float, list[tuple[str, float]]]:
 
     def walk(element, scale, size):
         scale *= _scale(element.get("transform", ""))
-        found = _FONT_SIZE.search(element.get("style", ""))
-        if found:
-            size = float(found.group(1) or found.group(2))
-        elif element.get("font-size"):
-            size = float(re.match(r"[\d.]+", element.get("font-size")).group())
+        size = _font_size(element, size)
         if element.tag == f"{_SVG_NS}text":
-            texts.append(("".join(element.itertext()), size * scale))
+            runs = [_font_size(run, size) for run in element.iter(f"{_SVG_NS}tspan")]
+            texts.append(("".join(element.itertext()).strip(), max(runs or [size]) * scale))
+            return
         for child in element:
             walk(child, scale, size)
 
@@ -469,11 +489,12 @@ def test_the_figure_check_reads_svg_font_sizes():
     svg = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="460.8pt" height="230.4pt" viewBox="0 0 460.8 230.4">'
         '<g transform="translate(10 20) scale(0.5)"><text style="font: 9px \'DejaVu Sans\'">p^G</text></g>'
-        '<text font-size="12" transform="rotate(-90 5 5)">loss</text></svg>'
+        '<text font-size="12" transform="rotate(-90 5 5)">loss</text>'
+        '<text><tspan style="font-size: 10px">π</tspan><tspan style="font-size: 7px">θ</tspan></text></svg>'
     )
     width, texts = svg_text(svg)
     assert width == 460.8
-    assert texts == [("p^G", 4.5), ("loss", 12.0)]
+    assert texts == [("p^G", 4.5), ("loss", 12.0), ("πθ", 10.0)]
     assert untypeset_notation(texts[0][0])
 
 
