@@ -142,6 +142,22 @@ def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
     )
 
 
+def test_the_project_settings_apply(reader_lab):
+    """overrides.json: no news pop-up (and no update check), a .md opens as a notebook."""
+    base, token = reader_lab
+
+    def composite(plugin: str) -> dict:
+        """The plugin's effective settings: its defaults (where overrides.json applies) under the user's settings."""
+        answer = json.loads(api(f"{base}/lab/api/settings/{plugin}", token))
+        defaults = {key: spec.get("default") for key, spec in answer["schema"]["properties"].items()}
+        return {**defaults, **answer["settings"]}
+
+    notification = composite("@jupyterlab/apputils-extension:notification")
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+    viewers = composite("@jupyterlab/docmanager-extension:plugin")["defaultViewers"]
+    assert viewers == {"markdown": "Jupytext Notebook"}
+
+
 def test_the_file_browser_lists_each_notebook_once(reader_lab):
     base, token = reader_lab
     listing = json.loads(api(f"{base}/api/contents/", token))
