@@ -8,6 +8,12 @@ to 100) above every page that merely contains the words (15 at most per
 word), so a search for "zero variance" opens with the section of
 Property 4.1. A term whose section is not found fails the build (a renamed
 heading must not silently drop it).
+
+The pages that carry key terms are read again on every build: Sphinx 7.4
+rebuilds the search index of an incremental build from the previous
+``searchindex.js`` without its index entries (``IndexBuilder.load`` restores
+titles and words only), so the entries of a page that is not read again
+would drop out of search.
 """
 
 from __future__ import annotations
@@ -50,6 +56,13 @@ class KeyTermEntries(SphinxTransform):
         return None
 
 
+def reread_pages_with_key_terms(app, env, added, changed, removed) -> list[str]:
+    """The pages with key terms, so that their index entries are fed to the search index again."""
+    pages = {entry["page"] for entry in app.config.companion_key_terms}
+    return sorted(pages & env.found_docs - added - changed)
+
+
 def setup(app) -> None:
     app.add_config_value("companion_key_terms", [], "env", types=[list])
     app.add_transform(KeyTermEntries)
+    app.connect("env-get-outdated", reread_pages_with_key_terms)
