@@ -39,8 +39,10 @@ NB ?= notebooks/*.md
 notebooks: $(STAMP)
 	for md in $(NB); do $(BIN)/jupytext --to ipynb --execute $$md || exit 1; done
 
+# JupyterLab on notebooks/ with the project's settings (jupyterlab/): each notebook is listed once, as its MyST
+# .md, which opens as a notebook; saving writes the .md only; no news pop-up (book/setup.md).
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab --config=jupyterlab/jupyter_lab_config.py
 
 bench: $(STAMP)
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done

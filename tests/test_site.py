@@ -2,10 +2,15 @@
 
 Every page is served from 127.0.0.1 and opened in headless Chromium. A page
 passes if it logs no console error, requests nothing from another host and
-nothing that is missing, has all its math typeset by MathJax, and shows every
-image. The lab page must render its widget snapshot, and the search page must
-find the zero-variance notebooks. A full-page screenshot of each page is saved
-under ``_build/screenshots/site/`` for a human to look at.
+nothing that is missing (the server's own log counts, so the browser's request
+for an icon is seen too), has all its math typeset by MathJax, shows no
+untypeset notation outside code, and shows every image. At 1400 and at 390 px
+nothing is wider than the text column unless it scrolls inside its own box, and
+at 1400 px code cells fit without scrolling. Figures keep their smallest text
+at 9 px or more at the column width. The lab page must render its widget
+snapshot; a search for each key term of the chapter must list the section that
+defines it first. A full-page screenshot of each page is saved under
+``_build/screenshots/site/`` for a human to look at.
 """
 
 from __future__ import annotations
@@ -14,8 +19,10 @@ import functools
 import http.server
 import re
 import threading
+import time
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import ClassVar
+from urllib.parse import quote_plus, urlsplit
 
 import pytest
 import yaml
@@ -24,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots" / "site"
 LAB_PAGE = "notebooks/11-bandit-lab.html"
-ZERO_VARIANCE_PAGES = ("notebooks/04-group-relative-advantage.html", "notebooks/09-failure-modes.html")
 # Pages Sphinx writes besides the ones listed in _toc.yml.
 GENERATED_PAGES = ("genindex.html", "py-modindex.html", "search.html")
 REDIRECT = "index.html"  # the site's entry point, forwarding to the landing page
@@ -51,16 +57,28 @@ def _toc_pages() -> list[str]:
 PAGES = [*_toc_pages(), *GENERATED_PAGES]
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _LoggingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site and keeps (path, status) of every request in ``served``, including the ones the browser
+    makes on its own (an icon), which Playwright's request events do not report."""
+
+    served: ClassVar[list[tuple[str, int]]] = []
+
+    def log_request(self, code="-", size="-"):
+        self.served.append((self.path, int(getattr(code, "value", code))))
+
     def log_message(self, format, *args):
         pass
+
+
+def _served_errors() -> list[str]:
+    return [f"{path} ({status})" for path, status in _LoggingHandler.served if status >= 400]
 
 
 @pytest.fixture(scope="module")
 def site():
     """Base URL of ``_build/html`` served on a free port of 127.0.0.1."""
     assert (SITE / "index.html").is_file(), f"{SITE} is not built: run `make book` first"
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+    handler = functools.partial(_LoggingHandler, directory=str(SITE))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -101,6 +119,7 @@ def page(browser):
 
 
 def _open(page, url: str) -> PageLog:
+    _LoggingHandler.served.clear()
     log = PageLog(page)
     page.goto(url, wait_until="load")
     page.wait_for_load_state("networkidle")
@@ -119,7 +138,9 @@ MATH_STATE = """async () => {
   const math = [...document.querySelectorAll('.math')];
   const article = document.querySelector('article') || document.body;
   const prose = article.cloneNode(true);
-  prose.querySelectorAll('pre, code, script, style, mjx-container, .highlight').forEach((e) => e.remove());
+  // Code, program output (cell outputs, widget snapshots) and API signatures are not prose.
+  prose.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .cell_output, .sig')
+    .forEach((e) => e.remove());
   return {
     math: math.length,
     typeset: math.filter((e) => e.querySelector('mjx-container')).length,
@@ -138,6 +159,30 @@ BROKEN_IMAGES = """async () => {
 }"""
 
 RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$")
+
+# Notation that MathJax should have typeset but that is written as plain text:
+# the pattern list this test maintains. A "letter" is any Unicode letter, so
+# Greek and accented letters such as Â count.
+UNTYPESET_NOTATION = {
+    "a TeX sub- or superscript in braces, like r_{i,t}": re.compile(r"[_^]\{"),
+    "a letter with an _subscript, like π_ref, o_i, Â_i, V_φ": re.compile(r"(?<!\w)[^\W\d_]_[^\W_]"),
+    "a ^superscript, like V^π, p^G, (1-p)^G": re.compile(r"(?:(?<!\w)[^\W\d_]|\))\^[^\s^]"),
+    "a TeX command, like \\frac or \\pi": re.compile(r"\\[A-Za-z]{2,}"),
+    "a Unicode subscript, like Â₁": re.compile("[\u2080-\u209c\u1d62-\u1d6a]"),
+    "inline math left in dollars": re.compile(r"\$[^$\s][^$\n]*\$"),
+}
+# Generated pages list Python names (``p_best``), which are not notation.
+NOTATION_FREE = {*GENERATED_PAGES}
+
+
+def untypeset_notation(text: str) -> dict[str, list[str]]:
+    """For each pattern of UNTYPESET_NOTATION found in ``text``: where (a few places, with some context)."""
+    found = {}
+    for what, pattern in UNTYPESET_NOTATION.items():
+        places = [text[max(0, m.start() - 15) : m.end() + 10].replace("\n", " ") for m in pattern.finditer(text)]
+        if places:
+            found[what] = places[:5]
+    return found
 
 
 def test_the_build_holds_exactly_the_pages_of_the_table_of_contents():
@@ -165,11 +210,23 @@ def test_page_is_complete_and_self_contained(page, site, name):
 
     assert log.foreign_requests(site) == [], "the page fetched something from another host"
     assert log.failures == [], "a request of the page failed"
+    assert _served_errors() == [], "the server answered a request of the page with an error"
     assert log.errors == [], "the page logged errors to the console"
     assert math["typeset"] == math["math"], f"{math['math'] - math['typeset']} math elements were not typeset"
     assert math["errors"] == [], "MathJax could not typeset some TeX"
     assert not RAW_TEX.search(math["prose"]), "TeX delimiters are left in the rendered text"
+    if name not in NOTATION_FREE:
+        assert untypeset_notation(math["prose"]) == {}, "notation left as plain text instead of typeset math"
     assert broken == [], "images that did not load"
+
+
+def test_the_notation_check_finds_untypeset_notation():
+    """Each pattern catches what it is meant to and leaves code words and numbers alone (so the check above cannot
+    pass vacuously)."""
+    raw = "ratio r_{i,t} of o_i, KL to π_ref, V^π and p^G + (1-p)^G, \\frac{a}{b}, Â₁ = 0.97, $x$"
+    assert set(untypeset_notation(raw)) == set(UNTYPESET_NOTATION)
+    prose = "group_advantages and eps_low are names; 10 ms, x2, G = 8, clip-higher, 1e-8, 1.5B to 70B, 2^10"
+    assert untypeset_notation(prose) == {}
 
 
 def test_every_page_with_math_is_typeset(page, site):
@@ -233,19 +290,6 @@ def test_lab_page_renders_the_widget_snapshot(page, site):
     assert log.errors == []
 
 
-def test_search_finds_the_zero_variance_notebooks(page, site):
-    log = _open(page, site + "search.html?q=zero+variance")
-    page.wait_for_function(
-        "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
-    )
-    hits = page.eval_on_selector_all("ul.search li a", "links => links.map((a) => a.getAttribute('href'))")
-    _screenshot(page, "search-zero-variance")
-    found = [name for name in ZERO_VARIANCE_PAGES if any(href.split("?")[0].endswith(name) for href in hits)]
-    assert found, f"no zero-variance notebook among the results: {hits}"
-    assert log.foreign_requests(site) == []
-    assert log.errors == []
-
-
 def test_notebook_pages_offer_the_md_and_the_executed_ipynb(page, site):
     name = "notebooks/04-group-relative-advantage"
     _open(page, site + f"{name}.html")
@@ -259,3 +303,272 @@ def test_notebook_pages_offer_the_md_and_the_executed_ipynb(page, site):
     outputs = [out for cell in notebook["cells"] if cell["cell_type"] == "code" for out in cell["outputs"]]
     assert outputs, "the downloadable notebook carries the outputs of the build"
     assert page.request.get(downloads["md"]).text().startswith("---\njupytext:")
+
+
+# --- Layout: nothing is wider than the text column unless it scrolls in a box of its own -------------------------
+
+WIDE, NARROW = 1400, 390  # a laptop and a phone
+# Elements wider than the text column that no scrolling box of their own contains; the page's own width; and,
+# at laptop width, the code cells that scroll sideways. Visually hidden elements (MathJax's assistive MathML,
+# clipped to 1 px) are left out. Where the right-hand table of contents is hidden (the §11 lab page on wide
+# screens gives its width to the lab), that width is free too.
+LAYOUT = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  const article = document.querySelector('.bd-article') || document.querySelector('.bd-article-container');
+  const box = article.getBoundingClientRect();
+  const aside = document.querySelector('.bd-sidebar-secondary');
+  const asideShown = aside && getComputedStyle(aside).display !== 'none' && aside.getBoundingClientRect().width > 0;
+  const content = document.querySelector('.bd-content').getBoundingClientRect();
+  const right = asideShown ? box.right : Math.max(box.right, content.right);
+  const all = [...article.querySelectorAll('*')];
+  const clipped = all.filter((e) => getComputedStyle(e).clip !== 'auto');
+  const scrolls = (e) => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  const inScrollBox = (e) => {
+    for (let a = e.parentElement; a && a !== article; a = a.parentElement) { if (scrolls(a)) return true; }
+    return false;
+  };
+  const describe = (e) => e.tagName.toLowerCase() + [...e.classList].slice(0, 3).map((c) => '.' + c).join('')
+    + ' "' + (e.innerText || '').trim().slice(0, 40).replace(/\\s+/g, ' ') + '"';
+  const spills = [];
+  for (const e of all) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || (r.right <= right + 1 && r.left >= box.left - 1)) continue;
+    if (clipped.some((c) => c.contains(e)) || spills.some((s) => s.contains(e)) || inScrollBox(e)) continue;
+    spills.push(e);
+  }
+  const code = [...article.querySelectorAll('div.cell_input pre')].filter((e) => e.scrollWidth > e.clientWidth + 1);
+  return {
+    page: document.documentElement.scrollWidth,
+    spills: spills.map((e) => `${describe(e)} reaches ${Math.round(e.getBoundingClientRect().right)} px`),
+    scrollingCode: code.map((e) => e.innerText.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '')),
+  };
+}"""
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_is_wider_than_the_text_column(browser, site, name, width):
+    """Tables, outputs, code cells and math fit the column or scroll inside their own box; the page never scrolls
+    sideways. On a laptop, code cells fit without scrolling (notebook code is at most 88 columns)."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        _open(page, site + name)
+        layout = page.evaluate(LAYOUT)
+        if width == NARROW:
+            _screenshot(page, f"{NARROW}px/{name}")
+    finally:
+        context.close()
+    assert layout["spills"] == [], "wider than the text column, and not in a box of its own that scrolls"
+    assert layout["page"] <= width, "the page scrolls sideways"
+    if width == WIDE:
+        assert layout["scrollingCode"] == [], "code cells that scroll sideways on a laptop (longest line shown)"
+
+
+# --- Figures: the smallest text stays legible at the column width -----------------------------------------------
+
+MIN_TEXT_PX = 9
+# Figures: the images of cell outputs and of MyST figures (not icons such as the index's toggles).
+FIGURES = """() => [...document.querySelectorAll('.bd-article .cell_output img, .bd-article figure img')]
+  .map((img) => ({
+  src: new URL(img.currentSrc || img.src).pathname, shown: img.getBoundingClientRect().width, natural: img.naturalWidth,
+}))"""
+# Text of inline SVG (the lab's charts): its computed font size times the scale it is drawn at.
+INLINE_SVG_TEXT = """() => [...document.querySelectorAll('.bd-article svg text')].filter((t) => t.getScreenCTM())
+  .map((t) => [
+    t.textContent,
+    parseFloat(getComputedStyle(t).fontSize) * Math.hypot(t.getScreenCTM().a, t.getScreenCTM().b)])"""
+_SVG_NS = "{http://www.w3.org/2000/svg}"
+_FONT_SIZE = re.compile(r"font-size:\s*([\d.]+)|font:[^;]*?([\d.]+)px")
+
+
+def _scale(transform: str) -> float:
+    """How much an SVG ``transform`` attribute enlarges lengths (translate and rotate leave them as they are)."""
+    factor = 1.0
+    for kind, args in re.findall(r"(scale|matrix)\(([^)]*)\)", transform):
+        numbers = [float(x) for x in re.split(r"[\s,]+", args.strip())]
+        if kind == "scale":
+            factor *= (abs(numbers[0] * numbers[-1])) ** 0.5
+        else:
+            factor *= abs(numbers[0] * numbers[3] - numbers[1] * numbers[2]) ** 0.5
+    return factor
+
+
+def _font_size(element, inherited: float) -> float:
+    found = _FONT_SIZE.search(element.get("style", ""))
+    if found:
+        return float(found.group(1) or found.group(2))
+    if element.get("font-size"):
+        return float(re.match(r"[\d.]+", element.get("font-size")).group())
+    return inherited
+
+
+def svg_text(svg: str) -> tuple[float, list[tuple[str, float]]]:
+    """The width of an SVG figure in its own units (viewBox), and each text with its font size in those units.
+
+    A text's size is that of its largest run: Matplotlib writes a formula as one <text> whose <tspan> runs are
+    the base size, with sub- and superscripts at 70 % of it, as in any typeset formula.
+    """
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(svg)
+    view_box = root.get("viewBox")
+    width = float(view_box.split()[2]) if view_box else float(re.match(r"[\d.]+", root.get("width")).group())
+    texts = []
+
+    def walk(element, scale, size):
+        scale *= _scale(element.get("transform", ""))
+        size = _font_size(element, size)
+        if element.tag == f"{_SVG_NS}text":
+            runs = [_font_size(run, size) for run in element.iter(f"{_SVG_NS}tspan")]
+            texts.append(("".join(element.itertext()).strip(), max(runs or [size]) * scale))
+            return
+        for child in element:
+            walk(child, scale, size)
+
+    walk(root, 1.0, 16.0)  # 16: the CSS default font size
+    return width, texts
+
+
+def smallest_style_font_pt() -> float:
+    """The smallest text of the notebooks' shared figure style (grpo_core.plotting.STYLE), in points: what a PNG
+    figure is known to hold (a PNG does not record its font sizes)."""
+    import matplotlib as mpl
+    from grpo_core.plotting import STYLE
+    from matplotlib.font_manager import FontProperties
+
+    keys = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize", "legend.fontsize")
+    with mpl.rc_context(STYLE):
+        return min(FontProperties(size=mpl.rcParams[key]).get_size_in_points() for key in keys)
+
+
+def figure_text_px(path: Path, shown: float, natural: float) -> list[tuple[str, float]]:
+    """Each text of a figure file with the size in CSS pixels it is drawn at when the image is ``shown`` px wide."""
+    if path.suffix == ".svg":
+        width, texts = svg_text(path.read_text(encoding="utf8"))
+        assert texts, f"{path.name}: no <text> (text drawn as paths cannot be checked: svg.fonttype 'none')"
+        return [(text, size * shown / width) for text, size in texts]
+    from PIL import Image
+
+    with Image.open(path) as image:
+        dpi = image.info.get("dpi", (72.0, 72.0))[0]
+    return [("(the style's smallest text)", smallest_style_font_pt() * dpi / 72 * shown / natural)]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_figure_text_is_legible_at_the_column_width(browser, site, name):
+    context = browser.new_context(viewport={"width": WIDE, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        _open(page, site + name)
+        page.evaluate(BROKEN_IMAGES)  # every image loaded and laid out
+        figures = page.evaluate(FIGURES)
+        inline = page.evaluate(INLINE_SVG_TEXT)
+    finally:
+        context.close()
+    too_small = {}
+    for figure in figures:
+        path = SITE / figure["src"].lstrip("/")
+        small = [(text, round(px, 1)) for text, px in figure_text_px(path, figure["shown"], figure["natural"])]
+        small = [(text, px) for text, px in small if px < MIN_TEXT_PX]
+        if small:
+            too_small[path.name] = small[:5]
+        if path.suffix == ".svg":
+            notation = untypeset_notation(" ".join(text for text, _ in svg_text(path.read_text(encoding="utf8"))[1]))
+            assert notation == {}, f"{path.name}: notation as plain text in the figure"
+    small_inline = [(text, round(px, 1)) for text, px in inline if px < MIN_TEXT_PX]
+    if small_inline:
+        too_small["inline SVG"] = small_inline[:5]
+    assert too_small == {}, f"figure text smaller than {MIN_TEXT_PX} px at {WIDE} px"
+
+
+def test_the_figure_check_reads_svg_font_sizes():
+    """The SVG reading above finds every text and its scale (so the figure check cannot pass vacuously)."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="460.8pt" height="230.4pt" viewBox="0 0 460.8 230.4">'
+        '<g transform="translate(10 20) scale(0.5)"><text style="font: 9px \'DejaVu Sans\'">p^G</text></g>'
+        '<text font-size="12" transform="rotate(-90 5 5)">loss</text>'
+        '<text><tspan style="font-size: 10px">π</tspan><tspan style="font-size: 7px">θ</tspan></text></svg>'
+    )
+    width, texts = svg_text(svg)
+    assert width == 460.8
+    assert texts == [("p^G", 4.5), ("loss", 12.0), ("πθ", 10.0)]
+    assert untypeset_notation(texts[0][0])
+
+
+# --- Search: each key term of the chapter leads to the section that defines it ----------------------------------
+
+# Set in _config.yml (companion_key_terms); what a reader must find first.
+KEY_TERMS = {
+    "zero variance": "notebooks/04-group-relative-advantage.html#property-4-1-a-group-with-nothing-to-say",
+    "group-relative advantage": "notebooks/04-group-relative-advantage.html#eq-3-one-step-at-a-time",
+    "competence frontier": "notebooks/04-group-relative-advantage.html#binary-rewards-how-often-is-a-group-silent",
+    "clipped surrogate": "notebooks/06-clipped-surrogate-and-kl.html#the-clipped-surrogate-one-sample-at-a-time",
+    "k3": "notebooks/06-clipped-surrogate-and-kl.html#three-estimators-of-the-kl-penalty",
+    "Dr. GRPO": "notebooks/08-ppo-rloo-dpo.html#one-group-five-advantages",
+    "RLOO": "notebooks/08-ppo-rloo-dpo.html#one-group-five-advantages",
+    "length bias": "notebooks/09-failure-modes.html#length-bias",
+}
+
+
+@pytest.mark.parametrize("term", KEY_TERMS)
+def test_search_lists_the_defining_section_first(page, site, term):
+    log = _open(page, site + "search.html?q=" + quote_plus(term))
+    page.wait_for_function(
+        "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
+    )
+    hits = page.eval_on_selector_all(
+        "ul.search li a", "links => links.map((a) => new URL(a.href).pathname + new URL(a.href).hash)"
+    )
+    if term == "zero variance":
+        _screenshot(page, "search-zero-variance")
+    assert hits, f"nothing found for {term!r}"
+    assert hits[0].endswith("/" + KEY_TERMS[term]), f"{term!r}: first results {hits[:3]}"
+    assert log.foreign_requests(site) == []
+    assert log.errors == []
+
+
+# --- The repository, named once -------------------------------------------------------------------------------
+
+
+def test_the_repository_url_is_named_once_and_used(page, site):
+    """_config.yml's repository.url is what set-up tells readers to clone, and where the launch buttons go."""
+    url = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))["repository"]["url"]
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+    _open(page, site + "book/setup.html")
+    blocks = page.eval_on_selector_all("article pre", "blocks => blocks.map((b) => b.innerText)")
+    assert any(f"git clone {url} grpo-companion" in block for block in blocks), blocks
+    assert "<repository URL>" not in page.inner_text("article")
+    _open(page, site + "notebooks/04-group-relative-advantage.html")
+    launch = page.eval_on_selector_all(
+        "a[href*='mybinder.org'], a[href*='colab.research']", "a => a.map((x) => x.href)"
+    )
+    repo = urlsplit(url).path.strip("/")
+    assert any(f"mybinder.org/v2/gh/{repo}/" in href for href in launch), launch
+    assert any(f"colab.research.google.com/github/{repo}/" in href for href in launch), launch
+
+
+# --- The first visit ------------------------------------------------------------------------------------------
+
+
+def test_every_page_names_the_site_icon():
+    """A page without <link rel="icon"> makes the browser ask for /favicon.ico, which the site does not have."""
+    pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
+    assert len(pages) == len(PAGES) + 1
+    without = [p.relative_to(SITE).as_posix() for p in pages if '<link rel="icon"' not in p.read_text(encoding="utf8")]
+    assert without == []
+
+
+def test_the_first_visit_requests_nothing_missing(page, site):
+    _LoggingHandler.served.clear()
+    page.goto(site)
+    page.wait_for_url(site + _toc_pages()[0])
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function("() => document.fonts.status === 'loaded'")
+    deadline = time.monotonic() + 10  # the browser asks for the icon on its own, after the page has loaded
+    while not any("favicon" in path for path, _ in _LoggingHandler.served) and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert any("favicon" in path for path, _ in _LoggingHandler.served), "the browser never asked for the icon"
+    assert _served_errors() == []

@@ -21,11 +21,20 @@ autodoc leave open, one module each:
     Labels the bibliography author–year, like the citations in the text.
 ``static``
     Rebuilds the pages when the site's own CSS or JS changes.
+``repository``
+    Offers ``repository.url`` of ``_config.yml`` to the pages as
+    ``{{ repository_url }}`` (the set-up page's ``git clone``).
+``key_terms``
+    Makes each key term of the chapter a main index entry of the section that
+    defines it, so that search lists that section first.
+``entry_page``
+    Writes ``index.html``, which forwards to the landing page, with the
+    site's icon (no request for ``/favicon.ico``).
 """
 
-from companion_book import api, bibliography, downloads, execution, links, static
+from companion_book import api, bibliography, downloads, entry_page, execution, key_terms, links, repository, static
 
-MODULES = (api, bibliography, downloads, execution, links, static)
+MODULES = (api, bibliography, downloads, execution, links, static, repository, key_terms, entry_page)
 
 
 def setup(app):

@@ -1,0 +1,234 @@
+"""A reader's JupyterLab, as ``make lab`` configures it, in headless Chromium.
+
+JupyterLab runs with the project's own configuration
+(``jupyterlab/jupyter_lab_config.py`` and ``jupyterlab/overrides.json``) on a
+temporary git clone of the notebooks, so the checkout is never touched, and
+with empty user settings, so the reader's own JupyterLab settings cannot
+interfere. A reader opens a notebook, finds its answers folded and its math
+typeset, runs every cell, saves and closes it: afterwards ``git status`` must
+be clean. The file browser must list each notebook once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+from pathlib import Path
+
+import jupytext
+import pytest
+from jupyter_client.kernelspec import KernelSpecManager
+from test_lab_browser import JUPYTER, SERVER_START_S, accept_kernel_dialog, api, free_port, run_all_cells, write_json
+
+ROOT = Path(__file__).resolve().parent.parent
+LAB_CONFIG = ROOT / "jupyterlab" / "jupyter_lab_config.py"
+NOTEBOOKS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.md"))
+READ = "04-group-relative-advantage"  # a notebook with folded answers and math in them
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+RUN_ALL_S = 240
+
+
+def git(repo: Path, *args: str) -> str:
+    command = ["git", "-c", "user.name=test", "-c", "user.email=test@example.invalid", *args]
+    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """A git repository holding the project's notebooks, .gitignore and jupytext.toml, all committed."""
+    repo = tmp_path_factory.mktemp("clone")
+    shutil.copytree(ROOT / "notebooks", repo / "notebooks", ignore=shutil.ignore_patterns(".*", "__pycache__"))
+    for name in (".gitignore", "jupytext.toml"):
+        shutil.copy(ROOT / name, repo / name)
+    git(repo, "init", "--quiet")
+    git(repo, "add", "--all")
+    git(repo, "commit", "--quiet", "-m", "the notebooks")
+    assert git(repo, "status", "--porcelain") == ""
+    return repo
+
+
+@pytest.fixture(scope="module")
+def reader_lab(clone, tmp_path_factory):
+    """JupyterLab started like ``make lab`` (its config file) on the clone's notebooks/; yields base URL and token."""
+    home = tmp_path_factory.mktemp("jupyterlab-reader")
+    # Test-only user setting: render every cell (no virtual scrolling), so that every answer is in the DOM.
+    write_json(
+        home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
+        {"windowingMode": "none"},
+    )
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(home / "config"),
+        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+        "JUPYTER_DATA_DIR": str(home / "data"),
+        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "IPYTHONDIR": str(home / "ipython"),
+    }
+    token, port = os.urandom(16).hex(), free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (home / "server.log").open("w")
+    server = subprocess.Popen(
+        [
+            str(JUPYTER),
+            "lab",
+            f"--config={LAB_CONFIG}",
+            f"--ServerApp.root_dir={clone / 'notebooks'}",
+            "--no-browser",
+            f"--ServerApp.token={token}",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            "--port-retries=0",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            assert server.poll() is None, f"jupyter lab exited early:\n{(home / 'server.log').read_text()}"
+            try:
+                api(f"{base}/api/status", token)
+                break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                assert time.monotonic() < deadline, f"jupyter lab did not answer within {SERVER_START_S} s"
+                time.sleep(0.5)
+        yield base, token
+    finally:
+        try:
+            api(f"{base}/api/shutdown", token, method="POST")
+            server.wait(timeout=20)
+        except (urllib.error.URLError, ConnectionError, TimeoutError, subprocess.TimeoutExpired):
+            os.killpg(server.pid, signal.SIGTERM)
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(timeout=10)
+        log.close()
+
+
+def lab_config():
+    """The configuration ``make lab`` gives JupyterLab (the project's config file, loaded as traitlets does)."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader(LAB_CONFIG.name, path=str(LAB_CONFIG.parent)).load_config()
+
+
+@pytest.mark.parametrize("stem", NOTEBOOKS)
+def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
+    """Every notebook, not only the one the browser test runs: JupyterLab sets the kernelspec of the kernel it
+    starts (name, display name, language, in that order), and jupytext writes the .md with the lab's metadata
+    filter. The result must be the file as it is stored, byte for byte."""
+    path = ROOT / "notebooks" / f"{stem}.md"
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    notebook = jupytext.read(path)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": spec.display_name, "language": spec.language}
+    fmt = {
+        "extension": ".md",
+        "format_name": "myst",
+        "notebook_metadata_filter": lab_config().ContentsManager.notebook_metadata_filter,
+    }
+    assert jupytext.writes(notebook, fmt=fmt) == path.read_text(encoding="utf8"), (
+        f"saving {path.name} in JupyterLab would rewrite it: store it as jupytext writes it"
+    )
+
+
+def test_the_project_settings_apply(reader_lab):
+    """overrides.json: no news pop-up (and no update check), a .md opens as a notebook."""
+    base, token = reader_lab
+
+    def composite(plugin: str) -> dict:
+        """The plugin's effective settings: its defaults (where overrides.json applies) under the user's settings."""
+        answer = json.loads(api(f"{base}/lab/api/settings/{plugin}", token))
+        defaults = {key: spec.get("default") for key, spec in answer["schema"]["properties"].items()}
+        return {**defaults, **answer["settings"]}
+
+    notification = composite("@jupyterlab/apputils-extension:notification")
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+    viewers = composite("@jupyterlab/docmanager-extension:plugin")["defaultViewers"]
+    assert viewers == {"markdown": "Jupytext Notebook"}
+
+
+def test_the_file_browser_lists_each_notebook_once(reader_lab):
+    base, token = reader_lab
+    listing = json.loads(api(f"{base}/api/contents/", token))
+    names = sorted(item["name"] for item in listing["content"])
+    assert names == [f"{stem}.md" for stem in NOTEBOOKS], "one entry per notebook: its .md (the .ipynb is hidden)"
+
+
+# What the rendered Markdown of the open notebook shows: jupyterlab-myst renders an
+# answer (``{admonition}`` with ``:class: dropdown``) as a <details> element.
+ANSWERS = """() => {
+  const text = [...document.querySelectorAll('.jp-MarkdownCell.jp-mod-rendered')]
+    .map((c) => c.innerText).join('\\n');
+  const answers = [...document.querySelectorAll('.jp-MarkdownCell details')]
+    .filter((d) => (d.querySelector('summary') || {}).innerText?.includes('Answer'));
+  return {
+    text: text.length,
+    answers: answers.length,
+    open: answers.filter((d) => d.open).length,
+    hiddenText: answers.filter((d) => !d.open).map((d) => d.innerText).join(' ').length,
+    katex: document.querySelectorAll('.jp-MarkdownCell .katex').length,
+    dollars: (text.match(/\\$[^$\\n]+\\$/g) || []).length,
+    directives: (text.match(/:class:|```\\{|\\{admonition\\}/g) || []).length,
+  };
+}"""
+
+
+def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
+    base, token = reader_lab
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    name = f"{READ}.md"
+    try:
+        api(
+            f"{base}/api/sessions",
+            token,
+            "POST",
+            {"path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}},
+        )
+        page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=SERVER_START_S * 1000)
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
+        accept_kernel_dialog(page)
+        page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
+        rendered = page.evaluate(ANSWERS)
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.locator(".jp-MarkdownCell details").first.scroll_into_view_if_needed()
+        page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-answer.png")
+
+        run_all_cells(page)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-InputPrompt')].every(p => !p.textContent.includes('*'))",
+            timeout=RUN_ALL_S * 1000,
+        )
+        page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=RUN_ALL_S * 1000)
+        outputs = page.locator(".jp-Notebook .jp-OutputArea-output").count()
+        page.keyboard.press("Control+s")
+        page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
+        page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+        page.locator('.lm-Menu-item[data-command="application:close"]').click()
+        page.wait_for_selector(".jp-Notebook", state="detached", timeout=60_000)
+    except BaseException:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-failure.png")
+        raise
+    finally:
+        context.close()
+
+    assert rendered["answers"] >= 4, f"the Try-it answers are not folded <details>: {rendered}"
+    assert rendered["open"] == 0, "an answer is open before the reader opens it"
+    assert rendered["text"] > 2000, f"the notebook's Markdown was not rendered: {rendered}"
+    assert rendered["directives"] == 0, "MyST directives shown as raw text"
+    assert rendered["katex"] > 20 and rendered["dollars"] == 0, f"math is not typeset: {rendered}"
+    assert outputs > 10, "Run All produced the notebook's outputs"
+    status = git(clone, "status", "--porcelain")
+    assert status == "", f"opening, running and saving changed the clone:\n{status}\n{git(clone, 'diff')}"
