@@ -5,7 +5,7 @@ chapter    idea                                             where
 =========  ===============================================  ===========================
 eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
 eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
-eq. (2)    a rule-based verifier (RLVR)                     ``verifier.exact_match_reward``
+eq. (2)    a rule-based verifier (RLVR)                     ``course.exact_match_reward``
 eq. (3)    group-relative advantage                         ``advantages.group_advantages``
 Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
 Prop. 4.1  chance a group carries no signal                 ``advantages.zero_signal_probability``
@@ -16,14 +16,15 @@ eq. (7)    clipped surrogate                                ``clipping.clipped_s
 eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
 eq. (9)    the GRPO objective                               ``objective.grpo_objective``
 §7, §11    the algorithm on the bandit                      ``bandit.grpo_step``
-§8         RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``rloo.BanditRLOO``, ``ppo.BanditPPO``, ``dpo.BanditDPO``
-§8         comparable runs over seeds                       ``runs.run_seeds``
-§9         zero-variance groups, std floor, noisy rewards   ``failure_modes.PromptSetGRPO``
+§8         RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``bandit.BanditRLOO``, ``bandit.BanditPPO``,
+                                                            ``bandit.BanditDPO``
+§8         comparable runs over seeds                       ``bandit.run_seeds``
+§9         zero-variance groups, std floor, noisy rewards   ``bandit.PromptSetGRPO``
 §10        token-level loss (torch)                         ``token_loss.grpo_token_loss``
-§10        GRPO on a tiny GRU policy (torch)                ``sequence_grpo.SequenceGRPO``
+§10        GRPO on a tiny GRU policy (torch)                ``sequence.SequenceGRPO``
 =========  ===============================================  ===========================
 
-``import grpo_core`` loads NumPy only; ``token_loss`` and the ``sequence_*`` modules import torch.
+``import grpo_core`` loads NumPy only; ``token_loss`` and the ``sequence`` subpackage import torch.
 """
 
 from grpo_core.advantages import (
@@ -51,15 +52,15 @@ from grpo_core.bandit import (
     softmax,
     state_value,
 )
+from grpo_core.bandit.dpo import BanditDPO, DPOConfig, dpo_gradient, dpo_loss, preference_pairs
+from grpo_core.bandit.failure_modes import PromptSetGRPO, noisy_reward_model, std_floor_advantages, verifier_rewards
+from grpo_core.bandit.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
+from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, rloo_gradient
+from grpo_core.bandit.runs import RunHistory, run_seeds, track
 from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
-from grpo_core.dpo import BanditDPO, DPOConfig, dpo_gradient, dpo_loss, preference_pairs
-from grpo_core.failure_modes import PromptSetGRPO, noisy_reward_model, std_floor_advantages, verifier_rewards
+from grpo_core.course.verifier import exact_match_reward
 from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
 from grpo_core.objective import clip_objective, grpo_objective
-from grpo_core.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
-from grpo_core.rloo import BanditRLOO, RLOOConfig, rloo_gradient
-from grpo_core.runs import RunHistory, run_seeds, track
-from grpo_core.verifier import exact_match_reward
 
 __all__ = [
     "ACTION_NAMES",

@@ -26,28 +26,35 @@ ATTRIBUTE_KINDS = ("attribute", "property", "data")
 CROSS_REFERENCE = re.compile(r":(?:py:)?(?:func|meth|class|attr|data|mod|obj):`([^`]+)`")
 
 
-def defined_in(name: str) -> str | None:
-    """The submodule of ``grpo_core`` that defines the top-level name ``name``."""
-    obj = getattr(importlib.import_module(PACKAGE), name, None)
+def defined_in(name: str, package: str = PACKAGE) -> str | None:
+    """The submodule of ``grpo_core`` that defines the name ``name`` that ``package`` re-exports."""
+    obj = getattr(importlib.import_module(package), name, None)
     home = getattr(obj, "__module__", None)
-    if home is None:  # a constant: find the submodule that holds the very same object
+    if home is None:  # a constant: find the submodule that assigns it
+        assignment = re.compile(rf"^{name}\b[^=\n]*=", re.MULTILINE)
         home = next(
             (
                 modname
                 for modname, module in sorted(sys.modules.items())
-                if modname.startswith(f"{PACKAGE}.") and getattr(module, name, None) is obj
+                if modname.startswith(f"{PACKAGE}.") and assignment.search(inspect.getsource(module))
             ),
             None,
         )
-    return home if home and home != PACKAGE else None
+    return home if home and home != package else None
 
 
 def resolve_top_level_name(app, env, node, contnode):
-    """Resolve ``grpo_core.NAME`` to the submodule where ``NAME`` is defined and documented."""
+    """Resolve ``grpo_core[.SUBPACKAGE].NAME`` to the module where ``NAME`` is defined and documented."""
     package, _, name = node.get("reftarget", "").rpartition(".")
-    if node.get("refdomain") != "py" or package != PACKAGE or name not in importlib.import_module(PACKAGE).__all__:
+    if node.get("refdomain") != "py" or not (package == PACKAGE or package.startswith(f"{PACKAGE}.")):
         return None
-    home = defined_in(name)
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return None
+    if name not in getattr(module, "__all__", ()):
+        return None
+    home = defined_in(name, package)
     if home is None:
         return None
     return env.get_domain("py").resolve_xref(

@@ -12,7 +12,7 @@ with no importance ratio, no clip and no std division (so no inner epochs: a
 second step on the same samples would be off-policy with nothing to correct
 it). As in Ahmadian et al. and RLHF-PPO, the KL to π_ref enters through the
 reward, :math:`R_i - \beta\log(\pi(a_i)/\pi_\mathrm{ref}(a_i))`
-(:func:`grpo_core.ppo.kl_penalized_rewards`).
+(:func:`grpo_core.bandit.ppo.kl_penalized_rewards`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import numpy as np
 
 from grpo_core._validate import nonnegative, positive, positive_int
 from grpo_core.advantages import rloo_advantages
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer
-from grpo_core.policy_gradient import reinforce_gradient
-from grpo_core.ppo import kl_penalized_rewards
+from grpo_core.bandit.env import CHAPTER_REWARDS
+from grpo_core.bandit.policy_gradient import reinforce_gradient
+from grpo_core.bandit.ppo import kl_penalized_rewards
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def rloo_gradient(logits, actions, rewards) -> np.ndarray:

@@ -31,7 +31,6 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,75 +45,17 @@ from grpo_core._validate import (
     same_shape,
 )
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
+from grpo_core.bandit.env import CHAPTER_REWARDS, check_actions, log_softmax, reward_of
+from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.clipping import clip_masks
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
-CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
-ACTION_NAMES = ("A", "B", "C", "D")
 ADVANTAGES = {
     "grpo": group_advantages,
     "rloo": rloo_advantages,
     "dr_grpo": dr_grpo_advantages,
 }
-
-
-def softmax(logits) -> np.ndarray:
-    """π_θ = softmax(θ) over the last axis, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
-
-
-def log_softmax(logits) -> np.ndarray:
-    """log π_θ, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
-def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    return rng
-
-
-def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
-    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
-    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
-        raise ValueError("probs must be nonnegative and sum to 1")
-    group_size = positive_int(group_size, "group_size")
-    return _generator(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
-
-
-def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
-    """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
-    return table[_actions(actions, table.size)]
-
-
-def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
-    r"""Eq. (4): :math:`V^\pi(q) = \mathbb E_{o\sim\pi}[r(q, o)] = \sum_a \pi(a)\,r(a)`, exactly.
-
-    What a critic would have to learn; the group mean (eq. 5) estimates it.
-    """
-    probs = np.asarray(probabilities(probs, "probs"), dtype=float)
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
-    if table.shape != probs.shape[-1:]:
-        raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
-    return probs @ table
-
-
-def _actions(actions, num_actions: int) -> np.ndarray:
-    actions = np.asarray(actions)
-    if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
-        raise TypeError(
-            f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
-        )
-    if actions.min() < 0 or actions.max() >= num_actions:
-        raise ValueError(f"actions must lie in [0, {num_actions}), got {actions.min()}..{actions.max()}")
-    return actions
 
 
 def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=0.2, eps_high=None, beta=0.04):
@@ -125,7 +66,7 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     """
     log_probs = log_softmax(finite_array(logits, "logits", ndim=(1,)))
     probs = np.exp(log_probs)
-    actions = _actions(actions, probs.size)
+    actions = check_actions(actions, probs.size)
     old_logp, ref_logp, advantages = (
         np.asarray(finite_array(value, name, ndim=(1,)), dtype=float)
         for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
@@ -235,13 +176,13 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     ref_log_probs = log_softmax(ref_logits)
     if ref_log_probs.shape != old_log_probs.shape:
         raise ValueError(f"ref_logits must have the shape of logits {old_log_probs.shape}, got {ref_log_probs.shape}")
-    actions = _actions(actions, old_log_probs.size)
+    actions = check_actions(actions, old_log_probs.size)
     rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
     if rewards.shape != actions.shape:
         raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for actions {actions.shape}")
     advantages = config.advantages(rewards)
     old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
-    theta = np.array(logits, dtype=float)
+    theta = np.asarray(logits, dtype=float).copy()  # np.array(tensor) warns on NumPy 2
     for _ in range(config.inner_epochs):
         grad = objective_gradient(
             theta, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
@@ -267,77 +208,10 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     )
 
 
-class BanditTrainer(ABC):
-    """A run of one method on the one-prompt bandit: the state every method shares.
-
-    Holds the reward table, the policy logits θ, the frozen reference π_ref
-    (captured at :meth:`reset`), a seeded ``numpy.random.Generator``, the
-    number of completions drawn and the history of updates. GRPO
-    (:class:`BanditGRPO`) and the §8 neighbours (RLOO, PPO, DPO) define
-    :meth:`step`. It never imports a widget.
-    """
-
-    def __init__(self, rewards=CHAPTER_REWARDS, seed: int = 0, init_logits=None):
-        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
-        if self.reward_table.size < 2:
-            raise ValueError("rewards must list at least 2 actions")
-        self.init_logits = (
-            np.zeros_like(self.reward_table)
-            if init_logits is None
-            else np.asarray(finite_array(init_logits, "init_logits", ndim=(1,)), dtype=float)
-        )
-        if self.init_logits.shape != self.reward_table.shape:
-            raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
-        self.seed = positive_int(seed, "seed", minimum=0)
-        self.reset()
-
-    def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared."""
-        if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
-        self.logits = self.init_logits.copy()
-        self.ref_logits = self.logits.copy()
-        self.rng = np.random.default_rng(self.seed)
-        self.samples_drawn = 0
-        self.history: list = []
-
-    @property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
-
-    @property
-    def ref_probs(self) -> np.ndarray:
-        return softmax(self.ref_logits)
-
-    @property
-    def expected_reward(self) -> float:
-        """V^π(q) of the current policy, eq. (4), computed exactly."""
-        return float(state_value(self.probs, self.reward_table))
-
-    def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
-        """Eqs. (1)-(2): draw ``num_samples`` actions from π_θ, count them, return (actions, rewards)."""
-        actions = sample_group(self.probs, num_samples, self.rng)
-        self.samples_drawn += actions.size
-        return actions, reward_of(actions, self.reward_table)
-
-    def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
-        """log π_θ(a_i) and log π_ref(a_i) of the given actions."""
-        actions = _actions(actions, self.logits.size)
-        return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]
-
-    @abstractmethod
-    def step(self):
-        """One update of the method."""
-
-    def run(self, steps: int) -> list:
-        """Take ``steps`` updates."""
-        return [self.step() for _ in range(positive_int(steps, "steps"))]
-
-
 class BanditGRPO(BanditTrainer):
     """A GRPO run on the bandit: the engine under the lab and the notebooks.
 
-    On top of :class:`BanditTrainer`: the knobs (:class:`GRPOConfig`), the
+    On top of :class:`~grpo_core.bandit.trainer.BanditTrainer`: the knobs (:class:`GRPOConfig`), the
     pending group (sampled but not yet used for a step) and a way to put π
     anywhere (:meth:`set_policy`, e.g. near-greedy for Property 4.1).
     """

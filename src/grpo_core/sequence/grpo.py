@@ -1,9 +1,9 @@
 r"""GRPO on a real sequence policy (chapter §7 algorithm, §10 token MDP), on CPU.
 
-One iteration of :class:`~grpo_core.sequence_grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
+One iteration of :class:`~grpo_core.sequence.grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
 
 1. θ_old ← θ: sample ``prompts_per_step`` targets and a group of
-   ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence_policy.GRUPolicy.sample`;
+   ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence.policy.GRUPolicy.sample`;
 2. score them with the task's checker (eq. 2) and compute the group-relative
    advantages Â_i (eq. 3, :func:`grpo_core.advantages.group_advantages`);
 3. recompute :math:`\log\pi_{\theta_\mathrm{old}}` and :math:`\log\pi_\mathrm{ref}`
@@ -27,7 +27,7 @@ import torch
 
 from grpo_core._validate import choice, nonnegative, positive, positive_int
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
-from grpo_core.sequence_policy import Completions, GRUPolicy
+from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
 
@@ -104,7 +104,7 @@ class IterationStats:
 
 
 class SequenceGRPO:
-    """A GRPO run on a :class:`~grpo_core.sequence_policy.GRUPolicy`, with π_ref frozen at the start.
+    """A GRPO run on a :class:`~grpo_core.sequence.policy.GRUPolicy`, with π_ref frozen at the start.
 
     One seeded ``torch.Generator`` draws every prompt and every token, so a seed fixes the run.
     """

@@ -79,7 +79,7 @@ class DigitSumTask:
         return float(sum(digits) == int(target))
 
     def rewards(self, targets: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
-        """:meth:`~grpo_core.sequence_task.DigitSumTask.reward` for a batch.
+        """:meth:`~grpo_core.sequence.task.DigitSumTask.reward` for a batch.
 
         ``targets`` (B,) and ``completions`` (B, T) give a (B,) float tensor.
         """

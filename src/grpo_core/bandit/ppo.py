@@ -36,7 +36,9 @@ import numpy as np
 
 from grpo_core._validate import finite_array, nonnegative, positive, positive_int, same_shape
 from grpo_core.advantages import group_advantages
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, check_clipped_update, objective_gradient
+from grpo_core.bandit.env import CHAPTER_REWARDS
+from grpo_core.bandit.grpo import check_clipped_update, objective_gradient
+from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import kl_k1
 
 
@@ -141,7 +143,7 @@ class BanditPPO(BanditTrainer):
         super().__init__(rewards, seed, init_logits)
 
     def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.BanditTrainer.reset`, and the critic back to ``value_init``."""
+        """As :meth:`grpo_core.bandit.trainer.BanditTrainer.reset`, and the critic back to ``value_init``."""
         super().reset(seed)
         self.value = float(self.config.value_init)
 

@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core._validate import finite_array, nonnegative, positive, positive_int, probabilities
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, _generator, log_softmax
+from grpo_core.bandit.env import CHAPTER_REWARDS, check_rng, log_softmax
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.ndarray:
@@ -71,7 +72,7 @@ def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generato
     if ref_probs.shape != rewards.shape or rewards.size < 2:
         raise ValueError(f"ref_probs must have the shape of rewards (>= 2 actions), got {ref_probs.shape}")
     num_pairs = positive_int(num_pairs, "num_pairs")
-    rng = _generator(rng)
+    rng = check_rng(rng)
     # Gumbel-top-2 = drawing two actions from π_ref one after the other, without replacement
     keys = np.log(ref_probs) + rng.gumbel(size=(num_pairs, rewards.size))
     first, second = np.argsort(-keys, axis=1)[:, :2].T
@@ -180,7 +181,7 @@ class BanditDPO(BanditTrainer):
         super().__init__(rewards, seed, init_logits)
 
     def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.BanditTrainer.reset`, then draw and label the pair dataset."""
+        """As :meth:`grpo_core.bandit.trainer.BanditTrainer.reset`, then draw and label the pair dataset."""
         super().reset(seed)
         cfg = self.config
         self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)

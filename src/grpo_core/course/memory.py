@@ -4,7 +4,7 @@ PPO for RLHF trains two networks of the same size, the policy π_θ and the
 critic V_φ; GRPO trains the policy only (§5: the group mean replaces V_φ).
 Both keep a frozen reference π_ref for the KL term (eq. 8–9), and both need a
 frozen reward model when the reward is learned (RLHF) rather than checked by a
-rule (RLVR, :mod:`grpo_core.verifier`).
+rule (RLVR, :mod:`grpo_core.course.verifier`).
 
 Memory: bytes per parameter
 ---------------------------

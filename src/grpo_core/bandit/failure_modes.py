@@ -23,7 +23,8 @@ import numpy as np
 
 from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int
 from grpo_core.advantages import centered_rewards, zero_std_fraction, zero_std_mask
-from grpo_core.bandit import GRPOConfig, _actions, _generator, log_softmax, objective_gradient, sample_group, softmax
+from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group, softmax
+from grpo_core.bandit.grpo import GRPOConfig, objective_gradient
 
 
 def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
@@ -36,8 +37,8 @@ def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
 def verifier_rewards(actions, success_probs, rng: np.random.Generator) -> np.ndarray:
     r"""Binary rewards: :math:`R_i = 1` with probability ``success_probs[a_i]``, else 0 (eq. 2, RLVR)."""
     success_probs = _success_probs(success_probs, (1,))
-    actions = _actions(actions, success_probs.size)
-    return (_generator(rng).random(actions.size) < success_probs[actions]).astype(float)
+    actions = check_actions(actions, success_probs.size)
+    return (check_rng(rng).random(actions.size) < success_probs[actions]).astype(float)
 
 
 def noisy_reward_model(
@@ -56,16 +57,16 @@ def noisy_reward_model(
     reward model sometimes loves.
     """
     true_rewards = np.asarray(finite_array(true_rewards, "true_rewards", ndim=(1,)), dtype=float)
-    actions = _actions(actions, true_rewards.size)
+    actions = check_actions(actions, true_rewards.size)
     noise_std = nonnegative(noise_std, "noise_std")
     lucky_prob = nonnegative(lucky_prob, "lucky_prob")
     if lucky_prob > 1:
         raise ValueError(f"lucky_prob must lie in [0, 1], got {lucky_prob}")
     lucky_reward = float(finite_array(lucky_reward, "lucky_reward", ndim=(0,)))
-    rng = _generator(rng)
+    rng = check_rng(rng)
     scores = true_rewards[actions] + noise_std * rng.standard_normal(actions.size)
     if lucky_action is not None:
-        _actions(np.array([lucky_action]), true_rewards.size)
+        check_actions(np.array([lucky_action]), true_rewards.size)
         lucky = (actions == lucky_action) & (rng.random(actions.size) < lucky_prob)
         scores = np.where(lucky, lucky_reward, scores)
     return scores

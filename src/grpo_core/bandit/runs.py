@@ -1,8 +1,8 @@
 r"""Comparable runs on the one-prompt bandit (chapter §8): one trainer shape, one history shape.
 
 Every method of §8 — GRPO (:class:`grpo_core.bandit.BanditGRPO`), RLOO
-(:class:`grpo_core.rloo.BanditRLOO`), PPO (:class:`grpo_core.ppo.BanditPPO`)
-and DPO (:class:`grpo_core.dpo.BanditDPO`) — starts from the same logits
+(:class:`grpo_core.bandit.rloo.BanditRLOO`), PPO (:class:`grpo_core.bandit.ppo.BanditPPO`)
+and DPO (:class:`grpo_core.bandit.dpo.BanditDPO`) — starts from the same logits
 (uniform π unless told otherwise) with π_ref ← π_θ captured at reset, takes
 ``steps`` updates, and is summarised after each update by exact quantities of
 the *policy*, not of the samples it happened to draw:
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core._validate import positive_int
-from grpo_core.bandit import BanditTrainer, state_value
+from grpo_core.bandit.env import state_value
+from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import categorical_kl
 
 
