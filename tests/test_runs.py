@@ -69,7 +69,9 @@ def test_base_trainer():
         BanditTrainer(seed=1)
 
     class Idle(BanditTrainer):
-        def step(self):
+        config_type = RLOOConfig
+
+        def update(self):
             return None
 
     trainer = Idle(seed=1)

@@ -1,28 +1,42 @@
 """grpo_core — the formulas of the GRPO chapter, each in one short function.
 
-=========  ===============================================  ===========================
-chapter    idea                                             where
-=========  ===============================================  ===========================
-eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
-eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
-eq. (2)    a rule-based verifier (RLVR)                     ``course.exact_match_reward``
-eq. (3)    group-relative advantage                         ``advantages.group_advantages``
-Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
-Prop. 4.1  chance a group carries no signal                 ``advantages.zero_signal_probability``
-eq. (4)    the value a critic would learn                   ``bandit.state_value``
-eq. (5)    the group mean estimates it                      ``advantages.group_mean``
-eq. (6)    importance ratio                                 ``clipping.importance_ratio``
-eq. (7)    clipped surrogate                                ``clipping.clipped_surrogate``
-eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
-eq. (9)    the GRPO objective                               ``objective.grpo_objective``
-§7, §11    the algorithm on the bandit                      ``bandit.grpo_step``
-§8         RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``bandit.BanditRLOO``, ``bandit.BanditPPO``,
-                                                            ``bandit.BanditDPO``
-§8         comparable runs over seeds                       ``bandit.run_seeds``
-§9         zero-variance groups, std floor, noisy rewards   ``bandit.PromptSetGRPO``
-§10        token-level loss (torch)                         ``token_loss.grpo_token_loss``
-§10        GRPO on a tiny GRU policy (torch)                ``sequence.SequenceGRPO``
-=========  ===============================================  ===========================
+==========  =========  ===============================================  ===========================
+section     chapter    idea                                             where
+==========  =========  ===============================================  ===========================
+§2                     what the critic costs in memory and FLOPs        ``course.total_memory_gb``
+§3          eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
+§3          eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
+§3          eq. (2)    a rule-based verifier (RLVR)                     ``course.exact_match_reward``
+§4          eq. (3)    group-relative advantage                         ``advantages.group_advantages``
+§4          Prop. 4.1  zero-variance groups                             ``advantages.zero_std_mask``
+§4          Prop. 4.1  chance a group carries no signal                 ``advantages.zero_signal_probability``
+§5          eq. (4)    the value a critic would learn                   ``bandit.state_value``
+§5          eq. (5)    the group mean estimates it                      ``advantages.group_mean``
+§5                     a baseline leaves the policy gradient unbiased   ``bandit.expected_policy_gradient``
+§6          eq. (6)    importance ratio                                 ``clipping.importance_ratio``
+§6          eq. (7)    clipped surrogate                                ``clipping.clipped_surrogate``
+§6          eq. (8)    k3 KL estimator (and k1, k2, exact KL)           ``kl.kl_k3``
+§6          eq. (9)    the GRPO objective                               ``objective.grpo_objective``
+§7, §11                the algorithm on the bandit                      ``bandit.grpo_step``
+§8                     RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``bandit.BanditRLOO``, ``bandit.BanditPPO``,
+                                                                        ``bandit.BanditDPO``
+§8                     comparable runs over seeds                       ``bandit.run_seeds``
+§9                     zero-variance groups, std floor, noisy rewards   ``bandit.PromptSetGRPO``
+§10                    token-level loss (torch)                         ``token_loss.grpo_token_loss``
+§10                    GRPO on a tiny GRU policy (torch)                ``sequence.SequenceGRPO``
+==========  =========  ===============================================  ===========================
+
+The layers
+----------
+The formulas are the modules at the top: :mod:`~grpo_core.advantages`,
+:mod:`~grpo_core.clipping`, :mod:`~grpo_core.kl`, :mod:`~grpo_core.objective`
+and :mod:`~grpo_core.token_loss`. They import nothing of the package but its
+private validators. Above them, each subpackage imports the formulas and never
+another subpackage: :mod:`grpo_core.bandit` (the bandit and every method trained
+on it), :mod:`grpo_core.sequence` (the torch toy of §10) and :mod:`grpo_core.course`
+(§2's memory calculator, §3's verifier); only the lab, a view of a bandit run,
+imports a subpackage, :mod:`grpo_core.bandit`. The names above are importable
+from ``grpo_core`` itself.
 
 ``import grpo_core`` loads NumPy only; ``token_loss`` and the ``sequence`` subpackage import torch.
 """

@@ -52,7 +52,6 @@ from grpo_core.bandit.grpo import (
     BanditGRPO,
     GRPOConfig,
     StepResult,
-    check_clipped_update,
     grpo_step,
     objective_gradient,
 )
@@ -83,7 +82,6 @@ __all__ = [
     "RunHistory",
     "StepResult",
     "check_actions",
-    "check_clipped_update",
     "check_rng",
     "dpo_gradient",
     "dpo_loss",

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core._validate import finite_array, nonnegative, positive, positive_int, probabilities
-from grpo_core.bandit.env import CHAPTER_REWARDS, check_rng, log_softmax
+from grpo_core.bandit.env import check_rng, log_softmax
 from grpo_core.bandit.trainer import BanditTrainer
 
 
@@ -169,25 +169,20 @@ class DPOStep:
 class BanditDPO(BanditTrainer):
     """DPO on the bandit.
 
-    :meth:`reset` draws the offline dataset from π_ref (that is all the sampling
-    DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`step` is a gradient
+    :meth:`start` draws the offline dataset from π_ref (that is all the sampling
+    DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`update` is a gradient
     step on a batch of pairs.
     """
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: DPOConfig = DPOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, DPOConfig):
-            raise TypeError(f"config must be a DPOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = DPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.trainer.BanditTrainer.reset`, then draw and label the pair dataset."""
-        super().reset(seed)
+    def start(self) -> None:
+        """Draw and label the pair dataset from π_ref."""
         cfg = self.config
         self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)
         self.samples_drawn = 2 * cfg.num_pairs
 
-    def step(self) -> DPOStep:
+    def update(self) -> DPOStep:
         """Gradient descent on :func:`dpo_loss` over the whole dataset, or a seeded batch of ``batch_size`` pairs."""
         cfg = self.config
         if cfg.batch_size is None:
@@ -197,6 +192,4 @@ class BanditDPO(BanditTrainer):
         pairs = self.pairs[batch]
         loss = dpo_loss(self.logits, self.ref_logits, pairs, cfg.beta)
         self.logits = self.logits - cfg.lr * dpo_gradient(self.logits, self.ref_logits, pairs, cfg.beta)
-        result = DPOStep(batch, loss)
-        self.history.append(result)
-        return result
+        return DPOStep(batch, loss)

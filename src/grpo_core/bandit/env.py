@@ -12,7 +12,7 @@ import numpy as np
 
 from grpo_core._validate import finite_array, positive_int, probabilities
 
-#: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11): B is best.
+#: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11); B is best.
 CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
 #: The names of the four actions, in the order of :data:`CHAPTER_REWARDS`.
 ACTION_NAMES = ("A", "B", "C", "D")

@@ -23,8 +23,9 @@ import numpy as np
 
 from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int
 from grpo_core.advantages import centered_rewards, zero_std_fraction, zero_std_mask
-from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group, softmax
+from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group
 from grpo_core.bandit.grpo import GRPOConfig, objective_gradient
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
@@ -107,7 +108,7 @@ class PromptSetStep:
     samples_drawn: int
 
 
-class PromptSetGRPO:
+class PromptSetGRPO(BanditTrainer):
     r"""GRPO on P prompts at once, binary rewards, one softmax policy per prompt.
 
     Prompt p has per-arm success probabilities ``success_probs[p]``. Each step
@@ -132,40 +133,36 @@ class PromptSetGRPO:
     If no group in the batch carries signal (``n = 0``), the step changes nothing.
     """
 
+    config_type = GRPOConfig
+    reward_ndim = 2
+
     def __init__(
         self,
         success_probs,
-        config: GRPOConfig = GRPOConfig(),
+        config: GRPOConfig | None = None,
         zero_std: str = "keep",
         seed: int = 0,
         max_groups: int | None = None,
     ):
-        self.success_probs = _success_probs(success_probs, (2,))
-        if self.success_probs.shape[1] < 2:
+        success_probs = _success_probs(success_probs, (2,))
+        if success_probs.shape[1] < 2:
             raise ValueError("success_probs must list at least 2 arms per prompt")
-        if not isinstance(config, GRPOConfig):
-            raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-        self.config = config
+        super().__init__(success_probs, config, seed)
         self.zero_std = choice(zero_std, "zero_std", ZERO_STD_HANDLING)
-        num_prompts = self.success_probs.shape[0]
+        num_prompts = self.reward_table.shape[0]
         self.max_groups = (
             16 * num_prompts if max_groups is None else positive_int(max_groups, "max_groups", minimum=num_prompts)
         )
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Uniform policy on every prompt, π_ref ← π_θ, RNG reseeded, history cleared."""
-        if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
-        self.logits = np.zeros_like(self.success_probs)
-        self.ref_logits = self.logits.copy()
-        self.rng = np.random.default_rng(self.seed)
-        self.samples_drawn = 0
-        self.history: list[PromptSetStep] = []
 
     @property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
+    def success_probs(self) -> np.ndarray:
+        """Per prompt, each arm's probability of R = 1 (the reward table of binary rewards)."""
+        return self.reward_table
+
+    @property
+    def expected_reward(self) -> float:
+        """The success rate averaged over the prompts, exactly (eq. 4 per prompt, then the mean)."""
+        return float(self.success_rate.mean())
 
     @property
     def success_rate(self) -> np.ndarray:
@@ -190,7 +187,7 @@ class PromptSetGRPO:
                     groups.append(group)
         return groups, first_pass, drawn
 
-    def step(self) -> PromptSetStep:
+    def update(self) -> PromptSetStep:
         """Draw the batch (see the class docstring) and ascend the batch mean of eq. (9)."""
         cfg = self.config
         groups, first_pass, drawn = self._batch()
@@ -213,7 +210,7 @@ class PromptSetGRPO:
         self.logits = theta
         self.samples_drawn += drawn * cfg.group_size
         shape = (len(groups), cfg.group_size)
-        result = PromptSetStep(
+        return PromptSetStep(
             prompts=np.array([prompt for prompt, _, _ in groups], dtype=int),
             actions=np.array([actions for _, actions, _ in groups], dtype=int).reshape(shape),
             rewards=np.array([rewards for _, _, rewards in groups], dtype=float).reshape(shape),
@@ -221,9 +218,3 @@ class PromptSetGRPO:
             groups_drawn=drawn,
             samples_drawn=drawn * cfg.group_size,
         )
-        self.history.append(result)
-        return result
-
-    def run(self, steps: int) -> list[PromptSetStep]:
-        """Take ``steps`` updates."""
-        return [self.step() for _ in range(positive_int(steps, "steps"))]

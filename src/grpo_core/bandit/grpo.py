@@ -31,30 +31,31 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpo_core._validate import (
+    check_clipped_update,
     choice,
     finite_array,
     nonnegative,
-    positive,
     positive_int,
     probabilities,
     same_shape,
 )
-from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
-from grpo_core.bandit.env import CHAPTER_REWARDS, check_actions, log_softmax, reward_of
-from grpo_core.bandit.trainer import BanditTrainer
+from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages, zero_std_mask
+from grpo_core.bandit.env import check_actions, log_softmax, reward_of
+from grpo_core.bandit.trainer import BanditTrainer, Diverged
 from grpo_core.clipping import clip_masks
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
+#: Â of one group under each variant, as a function of the rewards and ``adv_eps`` (ε enters eq. 3 only).
 ADVANTAGES = {
-    "grpo": group_advantages,
-    "rloo": rloo_advantages,
-    "dr_grpo": dr_grpo_advantages,
+    "grpo": lambda rewards, eps: group_advantages(rewards, eps=eps),
+    "rloo": lambda rewards, eps: rloo_advantages(rewards),
+    "dr_grpo": lambda rewards, eps: dr_grpo_advantages(rewards),
 }
 
 
@@ -78,18 +79,10 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     low, high = clip_masks(ratio, advantages, eps_low, eps_high)
     ref_ratio = np.exp(ref_logp - logp)
     coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
-    return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
-
-
-def check_clipped_update(config) -> None:
-    """Validate the knobs every clipped bandit update shares: ``eps_low``,
-    ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
-    nonnegative(config.eps_low, "eps_low")
-    if config.eps_high is not None:
-        nonnegative(config.eps_high, "eps_high")
-    nonnegative(config.beta, "beta")
-    positive(config.lr, "lr")
-    positive_int(config.inner_epochs, "inner_epochs")
+    grad = (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
+    if not np.isfinite(grad).all():
+        raise Diverged("the gradient overflowed: θ has moved so far from θ_old or π_ref that a ratio is infinite")
+    return grad
 
 
 @dataclass(frozen=True)
@@ -119,9 +112,7 @@ class GRPOConfig:
 
     def advantages(self, rewards) -> np.ndarray:
         """Â for one group under the chosen variant."""
-        if self.advantage == "grpo":
-            return group_advantages(rewards, eps=self.adv_eps)
-        return ADVANTAGES[self.advantage](rewards)
+        return ADVANTAGES[self.advantage](rewards, self.adv_eps)
 
 
 @dataclass(frozen=True)
@@ -149,7 +140,7 @@ class StepResult:
 
     @property
     def zero_variance(self) -> bool:
-        return bool(self.rewards.max() == self.rewards.min())
+        return bool(zero_std_mask(self.rewards))
 
     @property
     def clip_fraction(self) -> float:
@@ -216,28 +207,11 @@ class BanditGRPO(BanditTrainer):
     anywhere (:meth:`set_policy`, e.g. near-greedy for Property 4.1).
     """
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: GRPOConfig = GRPOConfig(), seed: int = 0, init_logits=None):
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = GRPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
-        super().reset(seed)
+    def start(self) -> None:
+        """No pending group."""
         self.pending: np.ndarray | None = None
-
-    @property
-    def config(self) -> GRPOConfig:
-        return self._config
-
-    @config.setter
-    def config(self, config: GRPOConfig) -> None:
-        if not isinstance(config, GRPOConfig):
-            raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-        self._config = config
-
-    def configure(self, **changes) -> None:
-        """Change some knobs, e.g. ``run.configure(beta=0.1, group_size=4)``."""
-        self.config = replace(self.config, **changes)
 
     def set_policy(self, probs) -> None:
         """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
@@ -252,12 +226,21 @@ class BanditGRPO(BanditTrainer):
         self.pending, rewards = self.draw(self.config.group_size)
         return self.pending, rewards
 
-    def step(self) -> StepResult:
+    def update(self) -> StepResult:
         """A GRPO step on the pending group (sampled first if there is none)."""
         if self.pending is None:
             self.sample()
         actions, self.pending = self.pending, None
         result = grpo_step(self.logits, self.ref_logits, actions, reward_of(actions, self.reward_table), self.config)
         self.logits = result.logits
-        self.history.append(result)
         return result
+
+    def snapshot(self) -> dict[str, float]:
+        """The policy's :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`, and of the last group its
+        mean reward ``group_reward`` and ``clip_fraction`` (NaN before the first step)."""
+        last = self.history[-1] if self.history else None
+        return {
+            **super().snapshot(),
+            "group_reward": last.reward_mean if last else float("nan"),
+            "clip_fraction": last.clip_fraction if last else float("nan"),
+        }

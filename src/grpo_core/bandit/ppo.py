@@ -34,10 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import finite_array, nonnegative, positive, positive_int, same_shape
+from grpo_core._validate import check_clipped_update, finite_array, nonnegative, positive, positive_int, same_shape
 from grpo_core.advantages import group_advantages
-from grpo_core.bandit.env import CHAPTER_REWARDS
-from grpo_core.bandit.grpo import check_clipped_update, objective_gradient
+from grpo_core.bandit.grpo import objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import kl_k1
 
@@ -136,18 +135,13 @@ class PPOStep:
 class BanditPPO(BanditTrainer):
     """PPO with a scalar critic and KL-in-reward on the bandit (see the module docstring)."""
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: PPOConfig = PPOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, PPOConfig):
-            raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = PPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.trainer.BanditTrainer.reset`, and the critic back to ``value_init``."""
-        super().reset(seed)
+    def start(self) -> None:
+        """The critic at ``value_init``."""
         self.value = float(self.config.value_init)
 
-    def step(self) -> PPOStep:
+    def update(self) -> PPOStep:
         """Roll out a batch from π_θ_old, shape the rewards, compute A = R̃ − V, fit V, ascend eq. (7)."""
         cfg = self.config
         actions, rewards = self.draw(cfg.batch_size)
@@ -162,6 +156,8 @@ class BanditPPO(BanditTrainer):
                 theta, actions, old_logp, ref_logp, advantages, cfg.eps_low, cfg.eps_high, beta=0.0
             )
         self.logits = theta
-        result = PPOStep(actions, rewards, shaped, value, self.value, advantages)
-        self.history.append(result)
-        return result
+        return PPOStep(actions, rewards, shaped, value, self.value, advantages)
+
+    def snapshot(self) -> dict[str, float]:
+        """The policy's :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot` and the critic's ``value``."""
+        return {**super().snapshot(), "value": self.value}

@@ -23,7 +23,6 @@ import numpy as np
 
 from grpo_core._validate import nonnegative, positive, positive_int
 from grpo_core.advantages import rloo_advantages
-from grpo_core.bandit.env import CHAPTER_REWARDS
 from grpo_core.bandit.policy_gradient import reinforce_gradient
 from grpo_core.bandit.ppo import kl_penalized_rewards
 from grpo_core.bandit.trainer import BanditTrainer
@@ -61,13 +60,9 @@ class RLOOStep:
 class BanditRLOO(BanditTrainer):
     """RLOO on the bandit: sample G, shape rewards with the KL, one REINFORCE step with the leave-one-out baseline."""
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: RLOOConfig = RLOOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, RLOOConfig):
-            raise TypeError(f"config must be a RLOOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = RLOOConfig
 
-    def step(self) -> RLOOStep:
+    def update(self) -> RLOOStep:
         """Sample a group from π_θ, shape its rewards, take one REINFORCE step with the leave-one-out baseline."""
         cfg = self.config
         actions, rewards = self.draw(cfg.group_size)
@@ -75,6 +70,4 @@ class BanditRLOO(BanditTrainer):
         shaped = kl_penalized_rewards(rewards, logp, ref_logp, cfg.beta)
         advantages = rloo_advantages(shaped)
         self.logits = self.logits + cfg.lr * reinforce_gradient(self.logits, actions, advantages)
-        result = RLOOStep(actions, rewards, shaped, advantages)
-        self.history.append(result)
-        return result
+        return RLOOStep(actions, rewards, shaped, advantages)

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from grpo_core._validate import choice, nonnegative, positive, positive_int
+from grpo_core._validate import check_clipped_update, choice, nonnegative, positive_int
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
 from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
@@ -60,18 +60,13 @@ class SequenceGRPOConfig:
     def __post_init__(self) -> None:
         positive_int(self.group_size, "group_size", minimum=2)
         positive_int(self.prompts_per_step, "prompts_per_step")
-        positive_int(self.inner_epochs, "inner_epochs")
-        nonnegative(self.eps_low, "eps_low")
-        if self.eps_high is not None:
-            nonnegative(self.eps_high, "eps_high")
-        nonnegative(self.beta, "beta")
+        check_clipped_update(self)
         choice(self.loss_type, "loss_type", LOSS_TYPES)
         nonnegative(self.adv_eps, "adv_eps")
         positive_int(self.adv_ddof, "adv_ddof", minimum=0)
         choice(self.adv_scale, "adv_scale", SCALES)
         if not isinstance(self.mask_truncated, bool):
             raise TypeError(f"mask_truncated must be a bool, got {type(self.mask_truncated).__name__}")
-        positive(self.lr, "lr")
 
 
 @dataclass(frozen=True)

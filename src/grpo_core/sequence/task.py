@@ -47,12 +47,12 @@ class DigitSumTask:
 
     @property
     def num_actions(self) -> int:
-        """Size of the output vocabulary: EOS and the digits."""
+        """The size of the output vocabulary, EOS and the digits."""
         return self.max_digit + 1
 
     @property
     def num_inputs(self) -> int:
-        """Size of the input vocabulary: the output tokens and one prompt token per target."""
+        """The size of the input vocabulary, the output tokens and one prompt token per target."""
         return self.max_digit + self.max_target + 1
 
     def prompt_token(self, targets: torch.Tensor) -> torch.Tensor:
