@@ -143,10 +143,15 @@ class DPOConfig:
     """The knobs of bandit DPO: dataset size ``num_pairs`` and label ``temperature`` τ,
     the DPO ``beta``, ``lr``, and ``batch_size`` pairs per step (``None``: the whole dataset)."""
 
+    #: Size of the offline preference dataset.
     num_pairs: int = 64
+    #: τ of the Bradley–Terry labels (0 for deterministic labels).
     temperature: float = 0.1
+    #: DPO's β.
     beta: float = 0.4
+    #: Step size of gradient descent on the DPO loss.
     lr: float = 1.0
+    #: Pairs per step (``None`` for the whole dataset).
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
@@ -162,7 +167,9 @@ class DPOConfig:
 class DPOStep:
     """One DPO update: the indices of the pairs used and their loss before the step."""
 
+    #: Indices of the pairs used.
     batch: np.ndarray
+    #: Their DPO loss before the step.
     loss: float
 
 

@@ -100,11 +100,17 @@ class PromptSetStep:
     kept or not, so ``samples_drawn = groups_drawn * G``.
     """
 
+    #: The prompt of each group in the batch.
     prompts: np.ndarray
+    #: The batch's actions, shape (groups, G).
     actions: np.ndarray
+    #: Their binary rewards, shape (groups, G).
     rewards: np.ndarray
+    #: Fraction of zero-variance groups in the first pass.
     zero_std_fraction: float
+    #: Every group sampled in this step, kept or not.
     groups_drawn: int
+    #: groups_drawn × G.
     samples_drawn: int
 
 

@@ -95,13 +95,21 @@ class GRPOConfig:
     {"grpo", "rloo", "dr_grpo"}, ``adv_eps`` (ε of eq. 3).
     """
 
+    #: G, completions per group (at least 2).
     group_size: int = 8
+    #: ε of eq. (7) below 1, the clip's lower side 1 − ε_low.
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (``None`` for a symmetric clip, ε_high = ε_low).
     eps_high: float | None = None
+    #: β of eq. (9), the weight of the k3 KL penalty.
     beta: float = 0.04
+    #: Step size of each gradient-ascent step on eq. (9).
     lr: float = 1.0
+    #: Ascent steps per group (§7's μ).
     inner_epochs: int = 4
+    #: The advantage estimator, a key of :data:`ADVANTAGES` (``grpo``, ``rloo`` or ``dr_grpo``).
     advantage: str = "grpo"
+    #: ε added to the group std in eq. (3).
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
@@ -119,15 +127,25 @@ class GRPOConfig:
 class StepResult:
     """Everything one GRPO step on one group shows (the lab's views)."""
 
+    #: The group's actions a_i, shape (G,).
     actions: np.ndarray
+    #: Their rewards R_i (eq. 2).
     rewards: np.ndarray
+    #: Their advantages Â_i (eq. 3 or the chosen variant).
     advantages: np.ndarray
+    #: π_θ(a_i)/π_θ_old(a_i) at the new policy (eq. 6).
     ratios: np.ndarray
+    #: Where the clip of eq. (7) is active at the new policy.
     clipped: np.ndarray
+    #: π_θ_old, the policy the group was drawn from.
     old_probs: np.ndarray
+    #: π_θ after the step.
     probs: np.ndarray
+    #: π_ref, the frozen reference.
     ref_probs: np.ndarray
+    #: Eq. (9) at the new policy.
     objective: float
+    #: θ after the step.
     logits: np.ndarray = field(repr=False)
 
     @property

@@ -96,16 +96,27 @@ class PPOConfig:
     its ``adv_eps``.
     """
 
+    #: Rollouts per update (at least 2).
     batch_size: int = 8
+    #: ε of eq. (7) below 1.
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (``None`` for a symmetric clip).
     eps_high: float | None = None
+    #: β of the KL penalty folded into the reward.
     beta: float = 0.04
+    #: Step size of the policy's gradient-ascent steps.
     lr: float = 1.0
+    #: Policy ascent steps per batch.
     inner_epochs: int = 4
+    #: The critic's step size, in (0, 1].
     value_lr: float = 0.1
+    #: The critic's SGD steps per batch.
     value_steps: int = 4
+    #: The critic's value V at the start.
     value_init: float = 0.0
+    #: Whiten A = R̃ − V over the batch (the critic then drops out).
     normalize_advantages: bool = False
+    #: ε of the whitening's std.
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
@@ -124,11 +135,17 @@ class PPOConfig:
 class PPOStep:
     """One PPO update: the batch, the shaped rewards, the critic before/after, the advantages used."""
 
+    #: The batch's actions.
     actions: np.ndarray
+    #: Their rewards R_i.
     rewards: np.ndarray
+    #: R̃_i, the rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
+    #: The critic's V before the update (the baseline used).
     value: float
+    #: The critic's V after fitting it to this batch.
     new_value: float
+    #: The advantages A_i used by the policy update.
     advantages: np.ndarray
 
 

@@ -37,8 +37,11 @@ def rloo_gradient(logits, actions, rewards) -> np.ndarray:
 class RLOOConfig:
     """The knobs of a bandit RLOO step: ``group_size`` (the paper's k), ``lr``, ``beta`` (KL-in-reward)."""
 
+    #: k, samples per prompt (at least 2).
     group_size: int = 8
+    #: Step size of the REINFORCE step.
     lr: float = 1.0
+    #: β of the KL penalty folded into the reward.
     beta: float = 0.04
 
     def __post_init__(self) -> None:
@@ -51,9 +54,13 @@ class RLOOConfig:
 class RLOOStep:
     """One RLOO update: the group, its rewards (after the KL penalty) and the advantages R_i − b_i."""
 
+    #: The group's actions.
     actions: np.ndarray
+    #: Their rewards R_i.
     rewards: np.ndarray
+    #: The rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
+    #: R_i − b_i with the leave-one-out baseline b_i.
     advantages: np.ndarray
 
 

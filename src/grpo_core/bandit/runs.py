@@ -41,8 +41,11 @@ class RunHistory:
     shape ``(K,)`` or ``(seeds, K)``. ``wall_time`` is in seconds.
     """
 
+    #: One array per key of the trainer's snapshot.
     curves: dict[str, np.ndarray]
+    #: The policy after the last update.
     final_probs: np.ndarray
+    #: Seconds spent.
     wall_time: float
 
     def __getitem__(self, key: str) -> np.ndarray:

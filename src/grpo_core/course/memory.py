@@ -52,9 +52,13 @@ TRAINING_FLOPS_PER_PARAM_TOKEN = 6
 class MemoryComponent:
     """One block of training memory: ``bytes_per_param × num_params`` bytes."""
 
+    #: Which network holds this state (policy, critic, reference, reward model).
     model: str
+    #: weights, gradients or optimizer state.
     state: str
+    #: Bytes it takes per parameter.
     bytes_per_param: int
+    #: The network's parameter count.
     num_params: float
 
     @property

@@ -44,17 +44,29 @@ class SequenceGRPOConfig:
     ``mask_truncated_completions``), Adam's ``lr``.
     """
 
+    #: G, completions per prompt (TRL's ``num_generations``).
     group_size: int = 8
+    #: Prompts per iteration.
     prompts_per_step: int = 16
+    #: Adam steps per batch (TRL's ``num_iterations``).
     inner_epochs: int = 4
+    #: ε of eq. (7) below 1 (TRL's ``epsilon``).
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (TRL's ``epsilon_high``; ``None`` for a symmetric clip).
     eps_high: float | None = None
+    #: β of eq. (9).
     beta: float = 0.04
+    #: How the token loss averages, one of :data:`~grpo_core.token_loss.LOSS_TYPES`.
     loss_type: str = "grpo"
+    #: ε of eq. (3).
     adv_eps: float = 1e-8
+    #: 0 for the population std of eq. (3), 1 for the sample std.
     adv_ddof: int = 0
+    #: Divide by the std of the ``group``, of the ``batch``, or ``none``.
     adv_scale: str = "group"
+    #: Leave completions without EOS out of the loss (TRL's ``mask_truncated_completions``).
     mask_truncated: bool = False
+    #: Adam's learning rate.
     lr: float = 2e-3
 
     def __post_init__(self) -> None:
@@ -73,12 +85,19 @@ class SequenceGRPOConfig:
 class Batch:
     """One iteration's data: prompts, completions, rewards, Â and the frozen log-probs."""
 
+    #: The prompt (target sum) of each completion.
     targets: torch.Tensor
+    #: The sampled completions.
     completions: Completions
+    #: Their rewards (eq. 2).
     rewards: torch.Tensor
+    #: Their advantages Â_i (eq. 3), one per completion.
     advantages: torch.Tensor
+    #: log π_θ_old of every sampled token.
     old_logps: torch.Tensor
+    #: log π_ref of every sampled token.
     ref_logps: torch.Tensor
+    #: The tokens the loss counts.
     loss_mask: torch.Tensor
 
 
@@ -86,15 +105,25 @@ class Batch:
 class IterationStats:
     """What one iteration logs (the learning curves of the notebook)."""
 
+    #: Mean reward of the iteration's completions.
     reward: float
+    #: Fraction of groups with equal rewards.
     zero_std_fraction: float
+    #: Mean completion length in tokens.
     mean_length: float
+    #: Fraction of completions without EOS.
     truncated_fraction: float
+    #: Mean k3 estimate of KL(π_θ‖π_ref) per token.
     kl: float
+    #: Fraction of tokens clipped below 1 − ε_low.
     clip_low: float
+    #: Fraction of tokens clipped above 1 + ε_high.
     clip_high: float
+    #: Fraction of tokens whose clip is active.
     clip_region: float
+    #: The token loss of the last inner epoch.
     loss: float
+    #: Largest |log-prob of the sampler − the trainer's recomputation|.
     sampler_gap: float
 
 

@@ -40,10 +40,15 @@ class Completions:
     ``sampling_logps`` (B, T) the log-probabilities the sampler saw (0 on padding).
     """
 
+    #: Token ids, shape (B, T), EOS-padded.
     tokens: torch.Tensor
+    #: True at the tokens of each completion (up to and including EOS).
     mask: torch.Tensor
+    #: Tokens per completion.
     lengths: torch.Tensor
+    #: True where a completion has no EOS.
     truncated: torch.Tensor
+    #: The sampler's log-probability of every token.
     sampling_logps: torch.Tensor
 
 

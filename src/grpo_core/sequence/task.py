@@ -31,9 +31,13 @@ EOS = 0
 class DigitSumTask:
     """Targets ``min_target..max_target``, digits ``1..max_digit``, completions of <= ``max_length`` tokens."""
 
+    #: Smallest target sum q.
     min_target: int = 2
+    #: Largest target sum q.
     max_target: int = 9
+    #: Largest digit a completion may use.
     max_digit: int = 3
+    #: Most tokens a completion may have, EOS included.
     max_length: int = 8
 
     def __post_init__(self) -> None:
