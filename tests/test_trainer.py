@@ -116,3 +116,22 @@ def test_prompt_set_shares_the_flow():
     assert run.snapshot()["p_best"] == pytest.approx(np.mean([0.25, 0.5]))
     run.configure(beta=0.0)
     assert run.config.beta == 0.0
+
+
+def test_run_seeds_gives_every_curve_of_a_grpo_run_from_its_step_results():
+    """Notebook 07's learning curves, read off run_seeds instead of rebuilt from the step results."""
+    config = GRPOConfig(group_size=4)
+    history = run_seeds(lambda seed: BanditGRPO(config=config, seed=seed), 12, [0, 1])
+    for seed in (0, 1):
+        steps = BanditGRPO(config=config, seed=seed).run(12)
+        after = {
+            "group_reward": [step.reward_mean for step in steps],
+            "p_best": [step.probs[1] for step in steps],
+            "kl": [step.kl for step in steps],
+            "entropy": [step.entropy for step in steps],
+            "clip_fraction": [step.clip_fraction for step in steps],
+        }
+        for key, values in after.items():
+            np.testing.assert_allclose(history[key][seed, 1:], values, err_msg=key)
+        old_value = [step.old_probs @ np.array([0.2, 0.9, 0.4, 0.1]) for step in steps]
+        np.testing.assert_allclose(history["expected_reward"][seed, :-1], old_value)
