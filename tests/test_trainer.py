@@ -65,9 +65,8 @@ def test_a_new_method_is_a_config_type_and_an_update():
 )
 def test_a_diverging_run_names_the_step_and_the_learning_rate(make, config):
     run = make(config)
-    with pytest.raises(
-        ValueError, match=rf"^step 1: the update overflowed the logits \(lr={config.lr} is likely too large"
-    ):
+    message = rf"^step 1: the update overflowed the logits \(lr={config.lr} is likely too large"
+    with pytest.raises(ValueError, match=message), np.errstate(over="ignore", invalid="ignore"):
         run.run(50)
     assert run.history == [] and np.isfinite(run.logits).all()
 
@@ -76,7 +75,8 @@ def test_the_step_number_counts_the_updates_before_the_overflow():
     run = BanditGRPO(seed=0)
     run.run(5)
     run.configure(lr=1000.0)
-    with pytest.raises(ValueError, match=r"^step 6: .*lr=1000\.0 is likely too large; try lr <= 100\)$"):
+    message = r"^step 6: .*lr=1000\.0 is likely too large; try lr <= 100\)$"
+    with pytest.raises(ValueError, match=message), np.errstate(over="ignore", invalid="ignore"):
         run.step()
     assert len(run.history) == 5
 
