@@ -56,7 +56,7 @@ class SequenceGRPOConfig:
     eps_high: float | None = None
     #: β of eq. (9).
     beta: float = 0.04
-    #: How the token loss averages, one of :data:`~grpo_core.token_loss.LOSS_TYPES`.
+    #: How the token loss averages, one of ``grpo_core.token_loss.LOSS_TYPES``.
     loss_type: str = "grpo"
     #: ε of eq. (3).
     adv_eps: float = 1e-8
@@ -123,7 +123,7 @@ class IterationStats:
     clip_region: float
     #: The token loss of the last inner epoch.
     loss: float
-    #: Largest |log-prob of the sampler − the trainer's recomputation|.
+    #: Largest absolute gap between the sampler's token log-probs and the trainer's recomputation.
     sampler_gap: float
 
 
