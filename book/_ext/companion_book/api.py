@@ -5,8 +5,8 @@ documented once, in the module that defines it; a reference to
 ``grpo_core.NAME`` or ``grpo_core.SUBPACKAGE.NAME`` resolves there. The
 ``grpo-top-level-names`` directive lists ``grpo_core.__all__`` with a link and
 the summary line of each name; ``grpo-equation-table`` renders the table of the
-package docstring (chapter → idea → code) with links, each function's formula
-and the notebook of its section: the book keeps no copy of either.
+package docstring (chapter → idea → code) with links and the notebook of each
+section: the book keeps no copy of either.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def equation_rows() -> list[tuple[str, str, str, list[str]]]:
 
 
 class EquationTable(SphinxDirective):
-    """The package docstring's table, linked: chapter, idea, code, the first function's formula, the notebook.
+    """The package docstring's table, linked: chapter, idea, code (whose docstrings give the formulas), notebook.
 
     Use inside ``{eval-rst}``. The notebook of section §N is ``notebooks/NN-*.md``.
     """
@@ -100,12 +100,9 @@ class EquationTable(SphinxDirective):
             "   * - chapter",
             "     - idea",
             "     - code",
-            "     - what the first of them computes",
             "     - notebook",
         ]
         for section, chapter, idea, names in equation_rows():
-            module, _, name = names[0].rpartition(".")
-            first = getattr(importlib.import_module(f"{PACKAGE}.{module}"), name)
             pages = [
                 f":doc:`§{number} </notebooks/{path.stem}>`"
                 for number in re.findall(r"§(\d+)", section)
@@ -115,7 +112,6 @@ class EquationTable(SphinxDirective):
                 f"   * - {section} {chapter}".rstrip(),
                 f"     - {idea}",
                 "     - " + ", ".join(f":py:obj:`~{PACKAGE}.{dotted}`" for dotted in names),
-                f"     - {summary_of(first)}",
                 "     - " + (", ".join(pages) or "—"),
             ]
         container = nodes.container()
