@@ -2,6 +2,7 @@
 #   make book   builds the static site into _build/html
 #   make test   runs every check (lint, unit + property tests, nbval, book, browser, homework)
 # Each creates .venv from the pinned requirements.txt on first use.
+#   make check  the one-minute tier: lint + unit + property tests (no book, browser, homework, notebooks)
 
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINTED := src tests bench notebooks homework book/_ext
 
-.PHONY: venv book test lint lab bench notebooks clean
+.PHONY: venv book test check lint lab bench notebooks clean
 
 venv: $(STAMP)
 
@@ -28,9 +29,24 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-test: lint book
-	$(BIN)/coverage run -m pytest --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-		tests notebooks
+# The tiers are pytest markers (pyproject.toml, applied in tests/conftest.py).
+TIERS := browser or book or homework or nbval
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+XDIST := -n 2
+
+check: lint
+	$(BIN)/pytest $(XDIST) -m "not ($(TIERS))" tests
+
+# Both cores: the book builds while every test that does not need it runs (two
+# pytest workers), then the site's tests run on the built book. Coverage follows
+# the workers into their processes (pyproject.toml, [tool.coverage.run]).
+test: lint
+	rm -f .coverage .coverage.*
+	mkdir -p _build; $(MAKE) -o $(STAMP) book > _build/book.log 2>&1 & book=$$!; \
+	$(BIN)/coverage run -m pytest $(XDIST) $(NBVAL) -m "not book" tests notebooks; tests=$$?; \
+	wait $$book || { cat _build/book.log; exit 1; }; exit $$tests
+	$(BIN)/coverage run -m pytest $(XDIST) -m book tests
+	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --fail-under=95
 
 # Re-create each notebooks/*.ipynb from its .md and execute it, keeping outputs
@@ -58,4 +74,4 @@ grade: $(STAMP)
 	$(BIN)/python homework/grade.py $(SUBMISSIONS)
 
 clean:
-	rm -rf _build .pytest_cache .coverage
+	rm -rf _build .pytest_cache .coverage .coverage.*

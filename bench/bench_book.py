@@ -5,10 +5,9 @@
 Builds into temporary folders (the project's own _build is left alone) with
 the flags of `make book`, in two execution modes:
 
-* ``cache`` (the book's setting): on the cold build every notebook is
-  executed into a fresh jupyter-cache, one per core at a time
-  (book/_ext/companion_book/execution.py); a rebuild with nothing changed
-  re-executes nothing;
+* ``cache`` (the book's setting): on the cold build myst-nb executes every
+  notebook, one after the other, into a fresh jupyter-cache; a rebuild with
+  nothing changed re-executes nothing;
 * ``off``: the pages are built from the stored outputs of ``notebooks/*.ipynb``
   (the .ipynb is then the source and the .md is excluded), nothing executes.
 
@@ -85,7 +84,7 @@ def main() -> None:
     print(f"{'build':<36} {'seconds':>8}")
     for name, seconds in rows:
         print(f"{name:<36} {seconds:>8.1f}")
-    print(f"\n{'notebook (cold cache build)':<36} {'executed in (s)':>15}  (two at a time)")
+    print(f"\n{'notebook (cold cache build)':<36} {'executed in (s)':>15}")
     for name, seconds in executed.items():
         print(f"{name:<36} {seconds:>15.2f}")
     print(f"{'sum':<36} {sum(executed.values()):>15.2f}")

@@ -17,9 +17,9 @@ import time
 
 import torch
 
-from grpo_core.sequence_grpo import SequenceGRPO
-from grpo_core.sequence_policy import GRUPolicy, warm_start
-from grpo_core.sequence_task import DigitSumTask
+from grpo_core.sequence.grpo import SequenceGRPO
+from grpo_core.sequence.policy import GRUPolicy, warm_start
+from grpo_core.sequence.task import DigitSumTask
 
 TARGET, WINDOW, MAX_ITERATIONS = 0.9, 5, 150
 

@@ -1,6 +1,6 @@
 """Notebook 13's TRL run on CPU: wall and CPU time of its parts, and of the whole notebook.
 
-Parts: importing ``grpo_core.trl_bridge`` (TRL, transformers, datasets; in a
+Parts: importing ``grpo_core.sequence.trl_bridge`` (TRL, transformers, datasets; in a
 fresh interpreter), the 6-step training run of the notebook, and one 2-step run
 per flipped setting (the notebook runs 7, ``tests/test_trl_bridge.py`` 12).
 Whole: the notebook executed top to bottom by ``jupytext --execute``, kernel
@@ -37,13 +37,13 @@ def timed(label, action, rows):
 
 def main() -> None:
     rows: list[tuple[str, float, float]] = []
-    python = [sys.executable, "-c", "import grpo_core.trl_bridge"]
-    timed("import grpo_core.trl_bridge (fresh process)", lambda: subprocess.run(python, check=True), rows)
+    python = [sys.executable, "-c", "import grpo_core.sequence.trl_bridge"]
+    timed("import grpo_core.sequence.trl_bridge (fresh process)", lambda: subprocess.run(python, check=True), rows)
 
     warnings.filterwarnings("ignore")
     import torch
 
-    from grpo_core import trl_bridge as bridge
+    from grpo_core.sequence import trl_bridge as bridge
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as workdir:

@@ -1,4 +1,4 @@
-"""Shared pytest set-up: how nbval compares notebook outputs, and a real browser."""
+"""Shared pytest set-up: the test tiers, how nbval compares notebook outputs, and a real browser."""
 
 import shutil
 
@@ -24,6 +24,24 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def pytest_collection_modifyitems(items):
+    """The tiers (markers registered in pyproject.toml), so that ``make check`` can leave the slow ones out.
+
+    ``browser``: uses the ``browser`` fixture; ``book``: needs the built site (the ``site`` fixture);
+    ``homework``: tests/test_homework.py (otter builds and grades); ``nbval``: a notebook's cells.
+    """
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        if "browser" in fixtures:
+            item.add_marker(pytest.mark.browser)
+        if "site" in fixtures:
+            item.add_marker(pytest.mark.book)
+        if item.path.name == "test_homework.py":
+            item.add_marker(pytest.mark.homework)
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.nbval)
 
 
 def pytest_collectstart(collector):

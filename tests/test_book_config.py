@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 sys.path.insert(0, str(BOOK / "_ext"))
 
-from companion_book import api, downloads, links  # noqa: E402 (importable once book/_ext is on sys.path)
+from companion_book import api, downloads  # noqa: E402 (importable once book/_ext is on sys.path)
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
@@ -49,12 +49,6 @@ def test_every_notebook_is_in_the_table_of_contents_in_chapter_order():
     listed = [name for name in _toc_files() if name.startswith("notebooks/")]
     assert set(_notebooks_on_disk()) <= set(listed), "add each notebook to _toc.yml: `- file: notebooks/NAME`"
     assert listed == sorted(listed), "notebooks appear in chapter order"
-
-
-def test_every_notebook_is_one_the_extension_knows():
-    """book/_ext renders links to left-out notebooks as text only for the companion's own notebooks."""
-    assert set(_notebooks_on_disk()) <= set(links.NOTEBOOKS)
-    assert list(links.NOTEBOOKS) == sorted(links.NOTEBOOKS)
 
 
 def test_the_md_of_each_notebook_is_the_source_and_its_ipynb_is_excluded():
@@ -88,28 +82,43 @@ def test_vendored_files_match_the_checksums_of_their_readme():
         assert hashlib.sha256((BOOK / "_vendor" / name).read_bytes()).hexdigest() == digest, name
 
 
-def _chapter_table() -> list[str]:
-    """``module.name`` of every entry of the table in grpo_core's module docstring."""
-    rules = [i for i, line in enumerate(grpo_core.__doc__.splitlines()) if line.startswith("=====")]
-    table = "\n".join(grpo_core.__doc__.splitlines()[rules[0] : rules[-1]])
-    return re.findall(r"``(\w+\.\w+)``", table)
+def test_the_rendered_equation_table_has_every_equation():
+    """book/equations.md renders the table of grpo_core's docstring (api.equation_rows): eqs. (1)-(9) all appear."""
+    rows = api.equation_rows()
+    numbers = {int(number) for _, chapter, _, _ in rows for number in re.findall(r"eq\. \((\d)\)", chapter)}
+    assert numbers == set(range(1, 10))
+    for section, _, _, names in rows:
+        assert re.fullmatch(r"§\d+(, §\d+)*", section) and names, section
+        for number in re.findall(r"\d+", section):
+            assert len(list((ROOT / "notebooks").glob(f"{int(number):02d}-*.md"))) == 1, section
 
 
-def test_the_equation_page_names_every_function_of_the_chapter_table():
-    page = (BOOK / "equations.md").read_text(encoding="utf8")
-    table = _chapter_table()
-    assert len(table) >= 12
-    missing = [name for name in table if f"grpo_core.{name}" not in page]
-    assert missing == []
-
-
-def test_the_api_page_documents_every_public_module():
-    page = (BOOK / "api.md").read_text(encoding="utf8")
-    documented = set(re.findall(r"^\.\. automodule:: grpo_core\.(\w+)$", page, re.M))
+def test_every_public_module_has_an_api_page():
+    documented = {
+        name
+        for page in (BOOK / "api").glob("*.md")
+        for name in re.findall(r"^\.\. automodule:: (grpo_core\.[\w.]+)$", page.read_text(encoding="utf8"), re.M)
+    }
     package = ROOT / "src" / "grpo_core"
-    public = {p.stem for p in package.glob("*.py") if not p.stem.startswith("_")}
-    public |= {p.parent.name for p in package.glob("*/__init__.py")}  # subpackages, e.g. grpo_core.lab
+    public = {
+        ".".join(("grpo_core", *path.relative_to(package).with_suffix("").parts)).removesuffix(".__init__")
+        for path in package.rglob("*.py")
+        if not path.name.startswith("_") or path.name == "__init__.py"
+    } - {"grpo_core"}
     assert documented == public
+
+
+def test_the_extension_list_is_jupyter_books_without_thebe_and_intersphinx():
+    """_config.yml repeats Jupyter Book's extension list to leave two out: fail loudly when that list changes."""
+    from jupyter_book.config import get_default_sphinx_config
+
+    ours = CONFIG["sphinx"]["config"]["extensions"]
+    defaults = [
+        name
+        for name in get_default_sphinx_config()["extensions"]
+        if name not in ("sphinx_thebe", "sphinx.ext.intersphinx")
+    ]
+    assert ours[: len(defaults)] == defaults
 
 
 def test_every_top_level_name_has_a_home_module():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core import GRPOConfig, categorical_kl
-from grpo_core.dpo import (
+from grpo_core.bandit.dpo import (
     BanditDPO,
     DPOConfig,
     DPOStep,

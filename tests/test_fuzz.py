@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 import grpo_core
-from grpo_core import policy_gradient, token_loss
+from grpo_core import token_loss
+from grpo_core.bandit import policy_gradient
 
 nasty_floats = st.floats(allow_nan=True, allow_infinity=True, width=64)
 GARBAGE = st.one_of(

@@ -1,4 +1,4 @@
-"""Training memory and FLOPs of PPO-for-LLM vs GRPO (chapter §2), grpo_core.memory."""
+"""Training memory and FLOPs of PPO-for-LLM vs GRPO (chapter §2), grpo_core.course.memory."""
 
 import math
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_core.memory import (
+from grpo_core.course.memory import (
     flops_per_prompt,
     memory_by_model,
     memory_components,

@@ -1,9 +1,13 @@
 """The package as a whole: light import, and one function per chapter equation."""
 
+import ast
 import inspect
 import re
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 import grpo_core
 from grpo_core import token_loss
@@ -39,3 +43,29 @@ def test_equation_map_in_package_docstring_names_real_functions():
         for attr in attrs:
             obj = getattr(obj, attr)
         assert obj is not None, dotted
+
+
+PACKAGE = Path(grpo_core.__file__).parent
+FORMULAS = {"_backend", "_validate", "advantages", "clipping", "kl", "objective", "token_loss"}
+
+
+def _imported_nodes(path: Path) -> set[str]:
+    """The parts of grpo_core a file imports: a top-level module or a subpackage (one node each)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grpo_core."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("grpo_core.")}
+    return found
+
+
+def test_the_formulas_import_nothing_above_them():
+    for name in FORMULAS:
+        assert _imported_nodes(PACKAGE / f"{name}.py") <= FORMULAS, name
+
+
+@pytest.mark.parametrize("subpackage", ["bandit", "sequence", "course"])
+def test_a_subpackage_imports_the_formulas_and_itself_only(subpackage):
+    for path in (PACKAGE / subpackage).glob("*.py"):
+        assert _imported_nodes(path) <= FORMULAS | {subpackage}, path.name

@@ -1,4 +1,4 @@
-"""REINFORCE on the softmax bandit (grpo_core.policy_gradient): chapter §4–§5.
+"""REINFORCE on the softmax bandit (grpo_core.bandit.policy_gradient): chapter §4–§5.
 
 Golden numbers are worked out by hand in the comments; the property tests
 compare the closed forms with torch autograd of the published definitions
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core.advantages import centered_rewards, rloo_advantages
-from grpo_core.policy_gradient import expected_policy_gradient, reinforce_gradient, score
+from grpo_core.bandit.policy_gradient import expected_policy_gradient, reinforce_gradient, score
 
 CHAPTER_R = np.array([0.2, 0.9, 0.4, 0.1])
 finite = st.floats(-5, 5, allow_nan=False, allow_infinity=False)

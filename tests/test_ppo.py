@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core import categorical_kl, clip_objective, group_advantages, objective_gradient, state_value
-from grpo_core.ppo import BanditPPO, PPOConfig, PPOStep, fit_value, kl_penalized_rewards, ppo_advantages
+from grpo_core.bandit.ppo import BanditPPO, PPOConfig, PPOStep, fit_value, kl_penalized_rewards, ppo_advantages
 
 TABLE = np.array([0.2, 0.9, 0.4, 0.1])
 rewards_1d = arrays(float, st.integers(2, 16), elements=st.floats(-5, 5))

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core import GRPOConfig, dr_grpo_advantages
-from grpo_core.policy_gradient import expected_policy_gradient, reinforce_gradient
-from grpo_core.rloo import BanditRLOO, RLOOConfig, RLOOStep, rloo_gradient
+from grpo_core.bandit.policy_gradient import expected_policy_gradient, reinforce_gradient
+from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, RLOOStep, rloo_gradient
 
 logits_4 = arrays(float, 4, elements=st.floats(-3, 3))
 

@@ -7,10 +7,10 @@ from hypothesis import strategies as st
 
 from grpo_core import BanditGRPO, GRPOConfig, categorical_kl
 from grpo_core.bandit import BanditTrainer
-from grpo_core.dpo import BanditDPO, DPOConfig
-from grpo_core.ppo import BanditPPO, PPOConfig
-from grpo_core.rloo import BanditRLOO, RLOOConfig
-from grpo_core.runs import RunHistory, run_seeds, track
+from grpo_core.bandit.dpo import BanditDPO, DPOConfig
+from grpo_core.bandit.ppo import BanditPPO, PPOConfig
+from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig
+from grpo_core.bandit.runs import RunHistory, run_seeds, track
 
 MAKERS = {
     "grpo": lambda seed: BanditGRPO(config=GRPOConfig(group_size=4), seed=seed),
@@ -69,7 +69,9 @@ def test_base_trainer():
         BanditTrainer(seed=1)
 
     class Idle(BanditTrainer):
-        def step(self):
+        config_type = RLOOConfig
+
+        def update(self):
             return None
 
     trainer = Idle(seed=1)

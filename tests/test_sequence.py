@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from grpo_core.sequence_grpo import SequenceGRPO, SequenceGRPOConfig
-from grpo_core.sequence_policy import GRUPolicy, warm_start
-from grpo_core.sequence_task import EOS, DigitSumTask
+from grpo_core.sequence.grpo import SequenceGRPO, SequenceGRPOConfig
+from grpo_core.sequence.policy import GRUPolicy, warm_start
+from grpo_core.sequence.task import EOS, DigitSumTask
 
 TASK = DigitSumTask()  # targets 2..9, digits 1..3, at most 8 tokens
 

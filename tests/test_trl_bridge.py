@@ -1,6 +1,6 @@
 """TRL 1.16.0's real GRPOTrainer, recomputed by grpo_core (notebooks/13-from-companion-to-trl).
 
-Each test trains the tiny local Llama of ``grpo_core.trl_bridge`` with TRL's
+Each test trains the tiny local Llama of ``grpo_core.sequence.trl_bridge`` with TRL's
 ``GRPOTrainer`` on CPU, offline, for two optimizer steps on one batch (so the
 second step has ratios != 1 and active clipping), and checks every quantity
 of every step against ``grpo_core``. A TRL upgrade that changes a formula fails
@@ -10,7 +10,7 @@ with the name of the quantity that moved, the setting and the step.
 import pytest
 import torch
 
-from grpo_core import trl_bridge as bridge
+from grpo_core.sequence import trl_bridge as bridge
 
 # transformers 5.24 warns about its own renames (gradient_checkpointing → activation_checkpointing) inside TRL
 pytestmark = pytest.mark.filterwarnings("ignore:.*checkpointing.*:FutureWarning")

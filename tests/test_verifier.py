@@ -1,4 +1,4 @@
-"""The rule-based binary verifier (RLVR, chapter §3 eq. 2), grpo_core.verifier."""
+"""The rule-based binary verifier (RLVR, chapter §3 eq. 2), grpo_core.course.verifier."""
 
 import math
 import string
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from grpo_core.verifier import exact_match_reward, extract_final_answer, normalize_answer
+from grpo_core.course.verifier import exact_match_reward, extract_final_answer, normalize_answer
 
 EXTRACTION_CASES = [
     ("so the answer is 42.", "42"),

@@ -101,3 +101,14 @@ def probabilities(p, name: str):
     if not np.allclose(np.asarray(p.sum(-1), dtype=float), 1.0, atol=1e-6):
         raise ValueError(f"{name} must sum to 1 over its last axis")
     return p
+
+
+def check_clipped_update(config) -> None:
+    """Validate the knobs every clipped update shares (bandit GRPO and PPO, sequence GRPO):
+    ``eps_low``, ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
+    nonnegative(config.eps_low, "eps_low")
+    if config.eps_high is not None:
+        nonnegative(config.eps_high, "eps_high")
+    nonnegative(config.beta, "beta")
+    positive(config.lr, "lr")
+    positive_int(config.inner_epochs, "inner_epochs")

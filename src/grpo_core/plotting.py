@@ -9,7 +9,7 @@ that re-executing a notebook reproduces its stored outputs byte for byte.
 
 * :func:`band` — the mean over seeds as a line and a quantile range across
   seeds as a shaded band (the learning curves of §7, §8 and §10);
-* :func:`plot_runs` — one panel per quantity of :class:`grpo_core.runs.RunHistory`
+* :func:`plot_runs` — one panel per quantity of :class:`grpo_core.bandit.runs.RunHistory`
   (the exact :math:`V^\pi` of eq. (4), :math:`\pi(\text{best})`, the exact
   :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` that eq. (8) estimates), one
   band per method.
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from grpo_core._validate import finite_array
-from grpo_core.runs import RunHistory
+from grpo_core.bandit.runs import RunHistory
 
 MAX_WIDTH = 7.0
 """Widest figure, in inches: 672 CSS px, which the book's column at 1400 px shows unscaled."""
@@ -62,7 +62,7 @@ FIELD_LABELS = {
     "p_best": r"$\pi(\text{best answer})$",
     "kl": r"$\mathrm{KL}(\pi_\theta \| \pi_\mathrm{ref})$ [nats]",
 }
-"""Axis labels (matplotlib mathtext) of the :class:`~grpo_core.runs.RunHistory` curves :func:`plot_runs` draws.
+"""Axis labels (matplotlib mathtext) of the :class:`~grpo_core.bandit.runs.RunHistory` curves :func:`plot_runs` draws.
 
 :meta hide-value:
 """
@@ -107,8 +107,8 @@ def band(ax, values, *, x=None, label=None, color=None, quantiles=(0.1, 0.9), al
 def plot_runs(runs, fields=("expected_reward", "p_best", "kl"), *, axes=None, targets=None, target_label=None):
     """Compare methods: one panel per ``RunHistory`` field, one :func:`band` per run.
 
-    ``runs`` maps a label to a :class:`~grpo_core.runs.RunHistory` of several
-    seeds (from :func:`grpo_core.runs.run_seeds`); the x-axis is the update
+    ``runs`` maps a label to a :class:`~grpo_core.bandit.runs.RunHistory` of several
+    seeds (from :func:`grpo_core.bandit.runs.run_seeds`); the x-axis is the update
     count. ``targets`` optionally maps a field to a value drawn as a dashed
     line (labelled ``target_label``). Creates a one-row figure unless ``axes``
     (one per field) are given. Returns the figure and the axes.

@@ -4,19 +4,18 @@ Small jobs that Sphinx, sphinx-book-theme, myst-nb, sphinxcontrib-bibtex and
 autodoc leave open, one module each:
 
 ``execution``
-    Executes the notebooks that are not cached yet in parallel, one per core,
-    before myst-nb reads them one by one; writes the status column of the
-    execution table with characters every font has.
+    Writes the status column of the execution table with characters every
+    font has.
 ``downloads``
     Offers each notebook page's ``.ipynb`` next to its MyST ``.md``; keeps
     the launch buttons off until ``repository.url`` is set.
 ``api``
-    Resolves ``grpo_core.NAME`` to the submodule that defines it, lists
-    ``grpo_core.__all__`` (the ``grpo-top-level-names`` directive), and keeps
-    property docstrings as written.
+    Resolves ``grpo_core[.SUBPACKAGE].NAME`` to the module that defines it,
+    lists ``grpo_core.__all__`` (``grpo-top-level-names``) and renders the
+    package docstring's equation table (``grpo-equation-table``).
 ``links``
-    Renders a link to one of the companion's notebooks that is not in
-    ``_toc.yml`` as text instead of failing the build.
+    Renders a link to one of the companion's notebooks (``notebooks/*.md``)
+    that is not in ``_toc.yml`` as text instead of failing the build.
 ``bibliography``
     Labels the bibliography author–year, like the citations in the text.
 ``static``

@@ -1,13 +1,12 @@
-"""The API reference of ``grpo_core``: top-level names and property docstrings.
+"""The API reference of ``grpo_core``: re-exported names, the top-level names and the equation table.
 
-``grpo_core`` re-exports functions from its submodules. Each is documented
-once, in the submodule that defines it; a reference to ``grpo_core.NAME``
-resolves there, and the ``grpo-top-level-names`` directive lists
-``grpo_core.__all__`` with a link and the summary line of each name.
-
-napoleon reads the first line of a property's or attribute's docstring as
-``type: description``, which turns prose such as "Size of the vocabulary: the
-digits and EOS" into a bogus type; those docstrings are kept as written.
+``grpo_core`` and its subpackages re-export names from their modules. Each is
+documented once, in the module that defines it; a reference to
+``grpo_core.NAME`` or ``grpo_core.SUBPACKAGE.NAME`` resolves there. The
+``grpo-top-level-names`` directive lists ``grpo_core.__all__`` with a link and
+the summary line of each name; ``grpo-equation-table`` renders the table of the
+package docstring (chapter → idea → code) with links and the notebook of each
+section: the book keeps no copy of either.
 """
 
 from __future__ import annotations
@@ -16,43 +15,108 @@ import importlib
 import inspect
 import re
 import sys
+from pathlib import Path
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
 PACKAGE = "grpo_core"
-ATTRIBUTE_KINDS = ("attribute", "property", "data")
 CROSS_REFERENCE = re.compile(r":(?:py:)?(?:func|meth|class|attr|data|mod|obj):`([^`]+)`")
 
 
-def defined_in(name: str) -> str | None:
-    """The submodule of ``grpo_core`` that defines the top-level name ``name``."""
-    obj = getattr(importlib.import_module(PACKAGE), name, None)
+def defined_in(name: str, package: str = PACKAGE) -> str | None:
+    """The submodule of ``grpo_core`` that defines the name ``name`` that ``package`` re-exports."""
+    obj = getattr(importlib.import_module(package), name, None)
     home = getattr(obj, "__module__", None)
-    if home is None:  # a constant: find the submodule that holds the very same object
+    if home is None:  # a constant: find the submodule that assigns it
+        assignment = re.compile(rf"^{name}\b[^=\n]*=", re.MULTILINE)
         home = next(
             (
                 modname
                 for modname, module in sorted(sys.modules.items())
-                if modname.startswith(f"{PACKAGE}.") and getattr(module, name, None) is obj
+                if modname.startswith(f"{PACKAGE}.") and assignment.search(inspect.getsource(module))
             ),
             None,
         )
-    return home if home and home != PACKAGE else None
+    return home if home and home != package else None
 
 
 def resolve_top_level_name(app, env, node, contnode):
-    """Resolve ``grpo_core.NAME`` to the submodule where ``NAME`` is defined and documented."""
+    """Resolve ``grpo_core[.SUBPACKAGE].NAME`` to the module where ``NAME`` is defined and documented."""
     package, _, name = node.get("reftarget", "").rpartition(".")
-    if node.get("refdomain") != "py" or package != PACKAGE or name not in importlib.import_module(PACKAGE).__all__:
+    if node.get("refdomain") != "py" or not (package == PACKAGE or package.startswith(f"{PACKAGE}.")):
         return None
-    home = defined_in(name)
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return None
+    if name not in getattr(module, "__all__", ()):
+        return None
+    home = defined_in(name, package)
     if home is None:
         return None
     return env.get_domain("py").resolve_xref(
         env, node["refdoc"], app.builder, node["reftype"], f"{home}.{name}", node, contnode
     )
+
+
+def summary_of(obj) -> str:
+    """The first paragraph of the docstring of ``obj``; cross-references become literals (relative to its module)."""
+    summary = " ".join(inspect.getdoc(obj).split("\n\n")[0].split())
+    return CROSS_REFERENCE.sub(lambda match: f"``{match.group(1).lstrip('~')}``", summary)
+
+
+def equation_rows() -> list[tuple[str, str, str, list[str]]]:
+    """The rows of the table in ``grpo_core``'s docstring: (section, chapter, idea, [``module.name``, ...])."""
+    lines = importlib.import_module(PACKAGE).__doc__.splitlines()
+    rules = [i for i, line in enumerate(lines) if line.startswith("=====")]
+    starts = [match.start() for match in re.finditer(r"=+", lines[rules[0]])]
+    rows: list[tuple[str, str, str, list[str]]] = []
+    for line in lines[rules[1] + 1 : rules[2]]:
+        section, chapter, idea, where = (line[a:b].strip() for a, b in zip(starts, [*starts[1:], None], strict=True))
+        names = re.findall(r"``([\w.]+)``", where)
+        if section:
+            rows.append((section, chapter, idea, names))
+        else:  # a continuation line of the row above
+            rows[-1][3].extend(names)
+    return rows
+
+
+class EquationTable(SphinxDirective):
+    """The package docstring's table, linked: chapter, idea, code (whose docstrings give the formulas), notebook.
+
+    Use inside ``{eval-rst}``. The notebook of section §N is ``notebooks/NN-*.md``.
+    """
+
+    def run(self):
+        notebooks = Path(self.env.srcdir, "notebooks")
+        lines = [
+            ".. list-table::",
+            "   :header-rows: 1",
+            "   :widths: auto",
+            "   :class: grpo-equation-table",
+            "",
+            "   * - chapter",
+            "     - idea",
+            "     - code",
+            "     - notebook",
+        ]
+        for section, chapter, idea, names in equation_rows():
+            pages = [
+                f":doc:`§{number} </notebooks/{path.stem}>`"
+                for number in re.findall(r"§(\d+)", section)
+                for path in sorted(notebooks.glob(f"{int(number):02d}-*.md"))
+            ]
+            lines += [
+                f"   * - {section} {chapter}".rstrip(),
+                f"     - {idea}",
+                "     - " + ", ".join(f":py:obj:`~{PACKAGE}.{dotted}`" for dotted in names),
+                "     - " + (", ".join(pages) or "—"),
+            ]
+        container = nodes.container()
+        self.state.nested_parse(StringList(lines, source="grpo-equation-table"), self.content_offset, container)
+        return container.children
 
 
 class TopLevelNames(SphinxDirective):
@@ -76,32 +140,14 @@ class TopLevelNames(SphinxDirective):
             home = defined_in(name)
             obj = getattr(sys.modules[home], name)
             role = "class" if inspect.isclass(obj) else "func" if callable(obj) else "data"
-            if role == "data":
-                summary = f"``{obj!r}``"
-            else:  # the first paragraph; its cross-references become literals (they are relative to their module)
-                summary = " ".join(inspect.getdoc(obj).split("\n\n")[0].split())
-                summary = CROSS_REFERENCE.sub(lambda match: f"``{match.group(1).lstrip('~')}``", summary)
+            summary = f"``{obj!r}``" if role == "data" else summary_of(obj)
             lines += [f"   * - :py:{role}:`~{home}.{name}`", f"     - :py:mod:`~{home}`", f"     - {summary}"]
         container = nodes.container()
         self.state.nested_parse(StringList(lines, source="grpo-top-level-names"), self.content_offset, container)
         return container.children
 
 
-def remember_attribute_docstring(app, what, name, obj, options, lines) -> None:
-    """Before napoleon (priority 500): keep a copy of an attribute's docstring."""
-    if what in ATTRIBUTE_KINDS:
-        app.companion_attribute_docs[name] = list(lines)
-
-
-def restore_attribute_docstring(app, what, name, obj, options, lines) -> None:
-    """After napoleon: put the attribute's docstring back as it was written."""
-    if what in ATTRIBUTE_KINDS and name in app.companion_attribute_docs:
-        lines[:] = app.companion_attribute_docs.pop(name)
-
-
 def setup(app) -> None:
-    app.companion_attribute_docs = {}
-    app.connect("autodoc-process-docstring", remember_attribute_docstring, priority=400)
-    app.connect("autodoc-process-docstring", restore_attribute_docstring, priority=600)
     app.connect("missing-reference", resolve_top_level_name)
     app.add_directive("grpo-top-level-names", TopLevelNames)
+    app.add_directive("grpo-equation-table", EquationTable)

@@ -10,6 +10,7 @@ fails the build.
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
 
 from docutils import nodes
 from sphinx.addnodes import pending_xref
@@ -17,22 +18,12 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 LOGGER = logging.getLogger(__name__)
-# The companion's notebooks, in chapter order (chapter §N is notebooks/NN-*).
-NOTEBOOKS = (
-    "notebooks/02-critic-cost",
-    "notebooks/03-problem-setup",
-    "notebooks/04-group-relative-advantage",
-    "notebooks/05-group-mean-value-estimate",
-    "notebooks/06-clipped-surrogate-and-kl",
-    "notebooks/07-algorithm",
-    "notebooks/08-ppo-rloo-dpo",
-    "notebooks/09-failure-modes",
-    "notebooks/10-token-level-grpo",
-    "notebooks/11-bandit-lab",
-    "notebooks/12-worked-example",
-    "notebooks/13-from-companion-to-trl",
-)
 NOTEBOOK_SUFFIXES = (".md", ".ipynb")
+
+
+def notebooks(srcdir) -> set[str]:
+    """The companion's notebooks, ``notebooks/NAME`` for every ``notebooks/NAME.md`` of the source tree."""
+    return {f"notebooks/{path.stem}" for path in Path(srcdir, "notebooks").glob("*.md")}
 
 
 class NotebooksLeftOut(SphinxPostTransform):
@@ -60,7 +51,7 @@ class NotebooksLeftOut(SphinxPostTransform):
             target = posixpath.normpath(posixpath.join(posixpath.dirname(node.get("refdoc", "")), target))
         for suffix in NOTEBOOK_SUFFIXES:
             target = target.removesuffix(suffix)
-        return target if target in NOTEBOOKS else None
+        return target if target in notebooks(self.app.srcdir) else None
 
 
 def report_left_out(app, exception) -> None:

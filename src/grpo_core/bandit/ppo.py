@@ -34,9 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import finite_array, nonnegative, positive, positive_int, same_shape
+from grpo_core._validate import check_clipped_update, finite_array, nonnegative, positive, positive_int, same_shape
 from grpo_core.advantages import group_advantages
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, check_clipped_update, objective_gradient
+from grpo_core.bandit.grpo import objective_gradient
+from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import kl_k1
 
 
@@ -95,16 +96,27 @@ class PPOConfig:
     its ``adv_eps``.
     """
 
+    #: Rollouts per update (at least 2).
     batch_size: int = 8
+    #: ε of eq. (7) below 1.
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (``None`` for a symmetric clip).
     eps_high: float | None = None
+    #: β of the KL penalty folded into the reward.
     beta: float = 0.04
+    #: Step size of the policy's gradient-ascent steps.
     lr: float = 1.0
+    #: Policy ascent steps per batch.
     inner_epochs: int = 4
+    #: The critic's step size, in (0, 1].
     value_lr: float = 0.1
+    #: The critic's SGD steps per batch.
     value_steps: int = 4
+    #: The critic's value V at the start.
     value_init: float = 0.0
+    #: Whiten A = R̃ − V over the batch (the critic then drops out).
     normalize_advantages: bool = False
+    #: ε of the whitening's std.
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
@@ -123,29 +135,30 @@ class PPOConfig:
 class PPOStep:
     """One PPO update: the batch, the shaped rewards, the critic before/after, the advantages used."""
 
+    #: The batch's actions.
     actions: np.ndarray
+    #: Their rewards R_i.
     rewards: np.ndarray
+    #: R̃_i, the rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
+    #: The critic's V before the update (the baseline used).
     value: float
+    #: The critic's V after fitting it to this batch.
     new_value: float
+    #: The advantages A_i used by the policy update.
     advantages: np.ndarray
 
 
 class BanditPPO(BanditTrainer):
     """PPO with a scalar critic and KL-in-reward on the bandit (see the module docstring)."""
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: PPOConfig = PPOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, PPOConfig):
-            raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = PPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.BanditTrainer.reset`, and the critic back to ``value_init``."""
-        super().reset(seed)
+    def start(self) -> None:
+        """The critic at ``value_init``."""
         self.value = float(self.config.value_init)
 
-    def step(self) -> PPOStep:
+    def update(self) -> PPOStep:
         """Roll out a batch from π_θ_old, shape the rewards, compute A = R̃ − V, fit V, ascend eq. (7)."""
         cfg = self.config
         actions, rewards = self.draw(cfg.batch_size)
@@ -160,6 +173,8 @@ class BanditPPO(BanditTrainer):
                 theta, actions, old_logp, ref_logp, advantages, cfg.eps_low, cfg.eps_high, beta=0.0
             )
         self.logits = theta
-        result = PPOStep(actions, rewards, shaped, value, self.value, advantages)
-        self.history.append(result)
-        return result
+        return PPOStep(actions, rewards, shaped, value, self.value, advantages)
+
+    def snapshot(self) -> dict[str, float]:
+        """The policy's :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot` and the critic's ``value``."""
+        return {**super().snapshot(), "value": self.value}

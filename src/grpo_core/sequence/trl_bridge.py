@@ -2,7 +2,7 @@ r"""A real TRL ``GRPOTrainer`` run on CPU, and its loss recomputed by ``grpo_cor
 
 Everything is built locally, offline: a 2-layer Llama with random weights
 (:func:`tiny_llama`), a character tokenizer whose token ids are the ids of
-:class:`~grpo_core.sequence_task.DigitSumTask` (EOS = 0, digit d = d), and a
+:class:`~grpo_core.sequence.task.DigitSumTask` (EOS = 0, digit d = d), and a
 ``datasets.Dataset`` of digit-sum prompts (:func:`digit_sum_dataset`).
 :class:`RecordingGRPOTrainer` is TRL's trainer, unmodified, with two hooks that
 keep a copy of what one loss computation saw (:class:`StepRecord`);
@@ -36,7 +36,7 @@ from transformers.utils.notebook import NotebookProgressCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from grpo_core.advantages import group_advantages  # noqa: E402
-from grpo_core.sequence_task import EOS, DigitSumTask  # noqa: E402
+from grpo_core.sequence.task import EOS, DigitSumTask  # noqa: E402
 from grpo_core.token_loss import grpo_token_loss  # noqa: E402
 
 TASK = DigitSumTask(min_target=2, max_target=9, max_digit=9, max_length=8)

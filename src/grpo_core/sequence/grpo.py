@@ -1,9 +1,9 @@
 r"""GRPO on a real sequence policy (chapter §7 algorithm, §10 token MDP), on CPU.
 
-One iteration of :class:`~grpo_core.sequence_grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
+One iteration of :class:`~grpo_core.sequence.grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
 
 1. θ_old ← θ: sample ``prompts_per_step`` targets and a group of
-   ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence_policy.GRUPolicy.sample`;
+   ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence.policy.GRUPolicy.sample`;
 2. score them with the task's checker (eq. 2) and compute the group-relative
    advantages Â_i (eq. 3, :func:`grpo_core.advantages.group_advantages`);
 3. recompute :math:`\log\pi_{\theta_\mathrm{old}}` and :math:`\log\pi_\mathrm{ref}`
@@ -25,9 +25,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from grpo_core._validate import choice, nonnegative, positive, positive_int
+from grpo_core._validate import check_clipped_update, choice, nonnegative, positive_int
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
-from grpo_core.sequence_policy import Completions, GRUPolicy
+from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
 
@@ -44,46 +44,60 @@ class SequenceGRPOConfig:
     ``mask_truncated_completions``), Adam's ``lr``.
     """
 
+    #: G, completions per prompt (TRL's ``num_generations``).
     group_size: int = 8
+    #: Prompts per iteration.
     prompts_per_step: int = 16
+    #: Adam steps per batch (TRL's ``num_iterations``).
     inner_epochs: int = 4
+    #: ε of eq. (7) below 1 (TRL's ``epsilon``).
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (TRL's ``epsilon_high``; ``None`` for a symmetric clip).
     eps_high: float | None = None
+    #: β of eq. (9).
     beta: float = 0.04
+    #: How the token loss averages, one of ``grpo_core.token_loss.LOSS_TYPES``.
     loss_type: str = "grpo"
+    #: ε of eq. (3).
     adv_eps: float = 1e-8
+    #: 0 for the population std of eq. (3), 1 for the sample std.
     adv_ddof: int = 0
+    #: Divide by the std of the ``group``, of the ``batch``, or ``none``.
     adv_scale: str = "group"
+    #: Leave completions without EOS out of the loss (TRL's ``mask_truncated_completions``).
     mask_truncated: bool = False
+    #: Adam's learning rate.
     lr: float = 2e-3
 
     def __post_init__(self) -> None:
         positive_int(self.group_size, "group_size", minimum=2)
         positive_int(self.prompts_per_step, "prompts_per_step")
-        positive_int(self.inner_epochs, "inner_epochs")
-        nonnegative(self.eps_low, "eps_low")
-        if self.eps_high is not None:
-            nonnegative(self.eps_high, "eps_high")
-        nonnegative(self.beta, "beta")
+        check_clipped_update(self)
         choice(self.loss_type, "loss_type", LOSS_TYPES)
         nonnegative(self.adv_eps, "adv_eps")
         positive_int(self.adv_ddof, "adv_ddof", minimum=0)
         choice(self.adv_scale, "adv_scale", SCALES)
         if not isinstance(self.mask_truncated, bool):
             raise TypeError(f"mask_truncated must be a bool, got {type(self.mask_truncated).__name__}")
-        positive(self.lr, "lr")
 
 
 @dataclass(frozen=True)
 class Batch:
     """One iteration's data: prompts, completions, rewards, Â and the frozen log-probs."""
 
+    #: The prompt (target sum) of each completion.
     targets: torch.Tensor
+    #: The sampled completions.
     completions: Completions
+    #: Their rewards (eq. 2).
     rewards: torch.Tensor
+    #: Their advantages Â_i (eq. 3), one per completion.
     advantages: torch.Tensor
+    #: log π_θ_old of every sampled token.
     old_logps: torch.Tensor
+    #: log π_ref of every sampled token.
     ref_logps: torch.Tensor
+    #: The tokens the loss counts.
     loss_mask: torch.Tensor
 
 
@@ -91,20 +105,30 @@ class Batch:
 class IterationStats:
     """What one iteration logs (the learning curves of the notebook)."""
 
+    #: Mean reward of the iteration's completions.
     reward: float
+    #: Fraction of groups with equal rewards.
     zero_std_fraction: float
+    #: Mean completion length in tokens.
     mean_length: float
+    #: Fraction of completions without EOS.
     truncated_fraction: float
+    #: Mean k3 estimate of KL(π_θ‖π_ref) per token.
     kl: float
+    #: Fraction of tokens clipped below 1 − ε_low.
     clip_low: float
+    #: Fraction of tokens clipped above 1 + ε_high.
     clip_high: float
+    #: Fraction of tokens whose clip is active.
     clip_region: float
+    #: The token loss of the last inner epoch.
     loss: float
+    #: Largest absolute gap between the sampler's token log-probs and the trainer's recomputation.
     sampler_gap: float
 
 
 class SequenceGRPO:
-    """A GRPO run on a :class:`~grpo_core.sequence_policy.GRUPolicy`, with π_ref frozen at the start.
+    """A GRPO run on a :class:`~grpo_core.sequence.policy.GRUPolicy`, with π_ref frozen at the start.
 
     One seeded ``torch.Generator`` draws every prompt and every token, so a seed fixes the run.
     """

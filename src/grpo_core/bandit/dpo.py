@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core._validate import finite_array, nonnegative, positive, positive_int, probabilities
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer, _generator, log_softmax
+from grpo_core.bandit.env import check_rng, log_softmax
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.ndarray:
@@ -71,7 +72,7 @@ def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generato
     if ref_probs.shape != rewards.shape or rewards.size < 2:
         raise ValueError(f"ref_probs must have the shape of rewards (>= 2 actions), got {ref_probs.shape}")
     num_pairs = positive_int(num_pairs, "num_pairs")
-    rng = _generator(rng)
+    rng = check_rng(rng)
     # Gumbel-top-2 = drawing two actions from π_ref one after the other, without replacement
     keys = np.log(ref_probs) + rng.gumbel(size=(num_pairs, rewards.size))
     first, second = np.argsort(-keys, axis=1)[:, :2].T
@@ -142,10 +143,15 @@ class DPOConfig:
     """The knobs of bandit DPO: dataset size ``num_pairs`` and label ``temperature`` τ,
     the DPO ``beta``, ``lr``, and ``batch_size`` pairs per step (``None``: the whole dataset)."""
 
+    #: Size of the offline preference dataset.
     num_pairs: int = 64
+    #: τ of the Bradley–Terry labels (0 for deterministic labels).
     temperature: float = 0.1
+    #: DPO's β.
     beta: float = 0.4
+    #: Step size of gradient descent on the DPO loss.
     lr: float = 1.0
+    #: Pairs per step (``None`` for the whole dataset).
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
@@ -161,32 +167,29 @@ class DPOConfig:
 class DPOStep:
     """One DPO update: the indices of the pairs used and their loss before the step."""
 
+    #: Indices of the pairs used.
     batch: np.ndarray
+    #: Their DPO loss before the step.
     loss: float
 
 
 class BanditDPO(BanditTrainer):
     """DPO on the bandit.
 
-    :meth:`reset` draws the offline dataset from π_ref (that is all the sampling
-    DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`step` is a gradient
+    :meth:`start` draws the offline dataset from π_ref (that is all the sampling
+    DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`update` is a gradient
     step on a batch of pairs.
     """
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: DPOConfig = DPOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, DPOConfig):
-            raise TypeError(f"config must be a DPOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = DPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """As :meth:`grpo_core.bandit.BanditTrainer.reset`, then draw and label the pair dataset."""
-        super().reset(seed)
+    def start(self) -> None:
+        """Draw and label the pair dataset from π_ref."""
         cfg = self.config
         self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)
         self.samples_drawn = 2 * cfg.num_pairs
 
-    def step(self) -> DPOStep:
+    def update(self) -> DPOStep:
         """Gradient descent on :func:`dpo_loss` over the whole dataset, or a seeded batch of ``batch_size`` pairs."""
         cfg = self.config
         if cfg.batch_size is None:
@@ -196,6 +199,4 @@ class BanditDPO(BanditTrainer):
         pairs = self.pairs[batch]
         loss = dpo_loss(self.logits, self.ref_logits, pairs, cfg.beta)
         self.logits = self.logits - cfg.lr * dpo_gradient(self.logits, self.ref_logits, pairs, cfg.beta)
-        result = DPOStep(batch, loss)
-        self.history.append(result)
-        return result
+        return DPOStep(batch, loss)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_core._validate import finite_array
-from grpo_core.bandit import _actions, softmax
+from grpo_core.bandit.env import check_actions, softmax
 
 
 def _policy(logits) -> np.ndarray:
@@ -39,7 +39,7 @@ def reinforce_gradient(logits, actions, advantages) -> np.ndarray:
     gradient at θ = θ_old.
     """
     probs = _policy(logits)
-    actions = _actions(actions, probs.size)
+    actions = check_actions(actions, probs.size)
     advantages = np.asarray(finite_array(advantages, "advantages", ndim=(1,)), dtype=float)
     if advantages.shape != actions.shape:
         raise ValueError(f"advantages must have one entry per action, got {advantages.shape} for {actions.shape}")

@@ -23,7 +23,9 @@ import numpy as np
 
 from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int
 from grpo_core.advantages import centered_rewards, zero_std_fraction, zero_std_mask
-from grpo_core.bandit import GRPOConfig, _actions, _generator, log_softmax, objective_gradient, sample_group, softmax
+from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group
+from grpo_core.bandit.grpo import GRPOConfig, objective_gradient
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
@@ -36,8 +38,8 @@ def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
 def verifier_rewards(actions, success_probs, rng: np.random.Generator) -> np.ndarray:
     r"""Binary rewards: :math:`R_i = 1` with probability ``success_probs[a_i]``, else 0 (eq. 2, RLVR)."""
     success_probs = _success_probs(success_probs, (1,))
-    actions = _actions(actions, success_probs.size)
-    return (_generator(rng).random(actions.size) < success_probs[actions]).astype(float)
+    actions = check_actions(actions, success_probs.size)
+    return (check_rng(rng).random(actions.size) < success_probs[actions]).astype(float)
 
 
 def noisy_reward_model(
@@ -56,16 +58,16 @@ def noisy_reward_model(
     reward model sometimes loves.
     """
     true_rewards = np.asarray(finite_array(true_rewards, "true_rewards", ndim=(1,)), dtype=float)
-    actions = _actions(actions, true_rewards.size)
+    actions = check_actions(actions, true_rewards.size)
     noise_std = nonnegative(noise_std, "noise_std")
     lucky_prob = nonnegative(lucky_prob, "lucky_prob")
     if lucky_prob > 1:
         raise ValueError(f"lucky_prob must lie in [0, 1], got {lucky_prob}")
     lucky_reward = float(finite_array(lucky_reward, "lucky_reward", ndim=(0,)))
-    rng = _generator(rng)
+    rng = check_rng(rng)
     scores = true_rewards[actions] + noise_std * rng.standard_normal(actions.size)
     if lucky_action is not None:
-        _actions(np.array([lucky_action]), true_rewards.size)
+        check_actions(np.array([lucky_action]), true_rewards.size)
         lucky = (actions == lucky_action) & (rng.random(actions.size) < lucky_prob)
         scores = np.where(lucky, lucky_reward, scores)
     return scores
@@ -98,15 +100,21 @@ class PromptSetStep:
     kept or not, so ``samples_drawn = groups_drawn * G``.
     """
 
+    #: The prompt of each group in the batch.
     prompts: np.ndarray
+    #: The batch's actions, shape (groups, G).
     actions: np.ndarray
+    #: Their binary rewards, shape (groups, G).
     rewards: np.ndarray
+    #: Fraction of zero-variance groups in the first pass.
     zero_std_fraction: float
+    #: Every group sampled in this step, kept or not.
     groups_drawn: int
+    #: groups_drawn × G.
     samples_drawn: int
 
 
-class PromptSetGRPO:
+class PromptSetGRPO(BanditTrainer):
     r"""GRPO on P prompts at once, binary rewards, one softmax policy per prompt.
 
     Prompt p has per-arm success probabilities ``success_probs[p]``. Each step
@@ -131,40 +139,36 @@ class PromptSetGRPO:
     If no group in the batch carries signal (``n = 0``), the step changes nothing.
     """
 
+    config_type = GRPOConfig
+    reward_ndim = 2
+
     def __init__(
         self,
         success_probs,
-        config: GRPOConfig = GRPOConfig(),
+        config: GRPOConfig | None = None,
         zero_std: str = "keep",
         seed: int = 0,
         max_groups: int | None = None,
     ):
-        self.success_probs = _success_probs(success_probs, (2,))
-        if self.success_probs.shape[1] < 2:
+        success_probs = _success_probs(success_probs, (2,))
+        if success_probs.shape[1] < 2:
             raise ValueError("success_probs must list at least 2 arms per prompt")
-        if not isinstance(config, GRPOConfig):
-            raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-        self.config = config
+        super().__init__(success_probs, config, seed)
         self.zero_std = choice(zero_std, "zero_std", ZERO_STD_HANDLING)
-        num_prompts = self.success_probs.shape[0]
+        num_prompts = self.reward_table.shape[0]
         self.max_groups = (
             16 * num_prompts if max_groups is None else positive_int(max_groups, "max_groups", minimum=num_prompts)
         )
-        self.reset(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        """Uniform policy on every prompt, π_ref ← π_θ, RNG reseeded, history cleared."""
-        if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
-        self.logits = np.zeros_like(self.success_probs)
-        self.ref_logits = self.logits.copy()
-        self.rng = np.random.default_rng(self.seed)
-        self.samples_drawn = 0
-        self.history: list[PromptSetStep] = []
 
     @property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
+    def success_probs(self) -> np.ndarray:
+        """Per prompt, each arm's probability of R = 1 (the reward table of binary rewards)."""
+        return self.reward_table
+
+    @property
+    def expected_reward(self) -> float:
+        """The success rate averaged over the prompts, exactly (eq. 4 per prompt, then the mean)."""
+        return float(self.success_rate.mean())
 
     @property
     def success_rate(self) -> np.ndarray:
@@ -189,7 +193,7 @@ class PromptSetGRPO:
                     groups.append(group)
         return groups, first_pass, drawn
 
-    def step(self) -> PromptSetStep:
+    def update(self) -> PromptSetStep:
         """Draw the batch (see the class docstring) and ascend the batch mean of eq. (9)."""
         cfg = self.config
         groups, first_pass, drawn = self._batch()
@@ -212,7 +216,7 @@ class PromptSetGRPO:
         self.logits = theta
         self.samples_drawn += drawn * cfg.group_size
         shape = (len(groups), cfg.group_size)
-        result = PromptSetStep(
+        return PromptSetStep(
             prompts=np.array([prompt for prompt, _, _ in groups], dtype=int),
             actions=np.array([actions for _, actions, _ in groups], dtype=int).reshape(shape),
             rewards=np.array([rewards for _, _, rewards in groups], dtype=float).reshape(shape),
@@ -220,9 +224,3 @@ class PromptSetGRPO:
             groups_drawn=drawn,
             samples_drawn=drawn * cfg.group_size,
         )
-        self.history.append(result)
-        return result
-
-    def run(self, steps: int) -> list[PromptSetStep]:
-        """Take ``steps`` updates."""
-        return [self.step() for _ in range(positive_int(steps, "steps"))]

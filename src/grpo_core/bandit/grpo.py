@@ -31,90 +31,32 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from grpo_core._validate import (
+    check_clipped_update,
     choice,
     finite_array,
     nonnegative,
-    positive,
     positive_int,
     probabilities,
     same_shape,
 )
-from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
+from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages, zero_std_mask
+from grpo_core.bandit.env import check_actions, log_softmax, reward_of
+from grpo_core.bandit.trainer import BanditTrainer, Diverged
 from grpo_core.clipping import clip_masks
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
-CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
-ACTION_NAMES = ("A", "B", "C", "D")
+#: Â of one group under each variant, as a function of the rewards and ``adv_eps`` (ε enters eq. 3 only).
 ADVANTAGES = {
-    "grpo": group_advantages,
-    "rloo": rloo_advantages,
-    "dr_grpo": dr_grpo_advantages,
+    "grpo": lambda rewards, eps: group_advantages(rewards, eps=eps),
+    "rloo": lambda rewards, eps: rloo_advantages(rewards),
+    "dr_grpo": lambda rewards, eps: dr_grpo_advantages(rewards),
 }
-
-
-def softmax(logits) -> np.ndarray:
-    """π_θ = softmax(θ) over the last axis, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
-
-
-def log_softmax(logits) -> np.ndarray:
-    """log π_θ, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-
-
-def _generator(rng) -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
-    return rng
-
-
-def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
-    """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
-    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
-    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
-        raise ValueError("probs must be nonnegative and sum to 1")
-    group_size = positive_int(group_size, "group_size")
-    return _generator(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
-
-
-def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
-    """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
-    return table[_actions(actions, table.size)]
-
-
-def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
-    r"""Eq. (4): :math:`V^\pi(q) = \mathbb E_{o\sim\pi}[r(q, o)] = \sum_a \pi(a)\,r(a)`, exactly.
-
-    What a critic would have to learn; the group mean (eq. 5) estimates it.
-    """
-    probs = np.asarray(probabilities(probs, "probs"), dtype=float)
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
-    if table.shape != probs.shape[-1:]:
-        raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
-    return probs @ table
-
-
-def _actions(actions, num_actions: int) -> np.ndarray:
-    actions = np.asarray(actions)
-    if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
-        raise TypeError(
-            f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
-        )
-    if actions.min() < 0 or actions.max() >= num_actions:
-        raise ValueError(f"actions must lie in [0, {num_actions}), got {actions.min()}..{actions.max()}")
-    return actions
 
 
 def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=0.2, eps_high=None, beta=0.04):
@@ -125,7 +67,7 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     """
     log_probs = log_softmax(finite_array(logits, "logits", ndim=(1,)))
     probs = np.exp(log_probs)
-    actions = _actions(actions, probs.size)
+    actions = check_actions(actions, probs.size)
     old_logp, ref_logp, advantages = (
         np.asarray(finite_array(value, name, ndim=(1,)), dtype=float)
         for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
@@ -137,18 +79,10 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     low, high = clip_masks(ratio, advantages, eps_low, eps_high)
     ref_ratio = np.exp(ref_logp - logp)
     coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
-    return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
-
-
-def check_clipped_update(config) -> None:
-    """Validate the knobs every clipped bandit update shares: ``eps_low``,
-    ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
-    nonnegative(config.eps_low, "eps_low")
-    if config.eps_high is not None:
-        nonnegative(config.eps_high, "eps_high")
-    nonnegative(config.beta, "beta")
-    positive(config.lr, "lr")
-    positive_int(config.inner_epochs, "inner_epochs")
+    grad = (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
+    if not np.isfinite(grad).all():
+        raise Diverged("the gradient overflowed: θ has moved so far from θ_old or π_ref that a ratio is infinite")
+    return grad
 
 
 @dataclass(frozen=True)
@@ -161,13 +95,21 @@ class GRPOConfig:
     {"grpo", "rloo", "dr_grpo"}, ``adv_eps`` (ε of eq. 3).
     """
 
+    #: G, completions per group (at least 2).
     group_size: int = 8
+    #: ε of eq. (7) below 1, the clip's lower side 1 − ε_low.
     eps_low: float = 0.2
+    #: ε of eq. (7) above 1 (``None`` for a symmetric clip, ε_high = ε_low).
     eps_high: float | None = None
+    #: β of eq. (9), the weight of the k3 KL penalty.
     beta: float = 0.04
+    #: Step size of each gradient-ascent step on eq. (9).
     lr: float = 1.0
+    #: Ascent steps per group (§7's μ).
     inner_epochs: int = 4
+    #: The advantage estimator, a key of :data:`ADVANTAGES` (``grpo``, ``rloo`` or ``dr_grpo``).
     advantage: str = "grpo"
+    #: ε added to the group std in eq. (3).
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
@@ -178,24 +120,32 @@ class GRPOConfig:
 
     def advantages(self, rewards) -> np.ndarray:
         """Â for one group under the chosen variant."""
-        if self.advantage == "grpo":
-            return group_advantages(rewards, eps=self.adv_eps)
-        return ADVANTAGES[self.advantage](rewards)
+        return ADVANTAGES[self.advantage](rewards, self.adv_eps)
 
 
 @dataclass(frozen=True)
 class StepResult:
     """Everything one GRPO step on one group shows (the lab's views)."""
 
+    #: The group's actions a_i, shape (G,).
     actions: np.ndarray
+    #: Their rewards R_i (eq. 2).
     rewards: np.ndarray
+    #: Their advantages Â_i (eq. 3 or the chosen variant).
     advantages: np.ndarray
+    #: π_θ(a_i)/π_θ_old(a_i) at the new policy (eq. 6).
     ratios: np.ndarray
+    #: Where the clip of eq. (7) is active at the new policy.
     clipped: np.ndarray
+    #: π_θ_old, the policy the group was drawn from.
     old_probs: np.ndarray
+    #: π_θ after the step.
     probs: np.ndarray
+    #: π_ref, the frozen reference.
     ref_probs: np.ndarray
+    #: Eq. (9) at the new policy.
     objective: float
+    #: θ after the step.
     logits: np.ndarray = field(repr=False)
 
     @property
@@ -208,7 +158,7 @@ class StepResult:
 
     @property
     def zero_variance(self) -> bool:
-        return bool(self.rewards.max() == self.rewards.min())
+        return bool(zero_std_mask(self.rewards))
 
     @property
     def clip_fraction(self) -> float:
@@ -235,13 +185,13 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     ref_log_probs = log_softmax(ref_logits)
     if ref_log_probs.shape != old_log_probs.shape:
         raise ValueError(f"ref_logits must have the shape of logits {old_log_probs.shape}, got {ref_log_probs.shape}")
-    actions = _actions(actions, old_log_probs.size)
+    actions = check_actions(actions, old_log_probs.size)
     rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
     if rewards.shape != actions.shape:
         raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for actions {actions.shape}")
     advantages = config.advantages(rewards)
     old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
-    theta = np.array(logits, dtype=float)
+    theta = np.asarray(logits, dtype=float).copy()  # np.array(tensor) warns on NumPy 2
     for _ in range(config.inner_epochs):
         grad = objective_gradient(
             theta, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
@@ -267,103 +217,19 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     )
 
 
-class BanditTrainer(ABC):
-    """A run of one method on the one-prompt bandit: the state every method shares.
-
-    Holds the reward table, the policy logits θ, the frozen reference π_ref
-    (captured at :meth:`reset`), a seeded ``numpy.random.Generator``, the
-    number of completions drawn and the history of updates. GRPO
-    (:class:`BanditGRPO`) and the §8 neighbours (RLOO, PPO, DPO) define
-    :meth:`step`. It never imports a widget.
-    """
-
-    def __init__(self, rewards=CHAPTER_REWARDS, seed: int = 0, init_logits=None):
-        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
-        if self.reward_table.size < 2:
-            raise ValueError("rewards must list at least 2 actions")
-        self.init_logits = (
-            np.zeros_like(self.reward_table)
-            if init_logits is None
-            else np.asarray(finite_array(init_logits, "init_logits", ndim=(1,)), dtype=float)
-        )
-        if self.init_logits.shape != self.reward_table.shape:
-            raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
-        self.seed = positive_int(seed, "seed", minimum=0)
-        self.reset()
-
-    def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared."""
-        if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
-        self.logits = self.init_logits.copy()
-        self.ref_logits = self.logits.copy()
-        self.rng = np.random.default_rng(self.seed)
-        self.samples_drawn = 0
-        self.history: list = []
-
-    @property
-    def probs(self) -> np.ndarray:
-        return softmax(self.logits)
-
-    @property
-    def ref_probs(self) -> np.ndarray:
-        return softmax(self.ref_logits)
-
-    @property
-    def expected_reward(self) -> float:
-        """V^π(q) of the current policy, eq. (4), computed exactly."""
-        return float(state_value(self.probs, self.reward_table))
-
-    def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
-        """Eqs. (1)-(2): draw ``num_samples`` actions from π_θ, count them, return (actions, rewards)."""
-        actions = sample_group(self.probs, num_samples, self.rng)
-        self.samples_drawn += actions.size
-        return actions, reward_of(actions, self.reward_table)
-
-    def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
-        """log π_θ(a_i) and log π_ref(a_i) of the given actions."""
-        actions = _actions(actions, self.logits.size)
-        return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]
-
-    @abstractmethod
-    def step(self):
-        """One update of the method."""
-
-    def run(self, steps: int) -> list:
-        """Take ``steps`` updates."""
-        return [self.step() for _ in range(positive_int(steps, "steps"))]
-
-
 class BanditGRPO(BanditTrainer):
     """A GRPO run on the bandit: the engine under the lab and the notebooks.
 
-    On top of :class:`BanditTrainer`: the knobs (:class:`GRPOConfig`), the
+    On top of :class:`~grpo_core.bandit.trainer.BanditTrainer`: the knobs (:class:`GRPOConfig`), the
     pending group (sampled but not yet used for a step) and a way to put π
     anywhere (:meth:`set_policy`, e.g. near-greedy for Property 4.1).
     """
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: GRPOConfig = GRPOConfig(), seed: int = 0, init_logits=None):
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = GRPOConfig
 
-    def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, history cleared, RNG reseeded."""
-        super().reset(seed)
+    def start(self) -> None:
+        """No pending group."""
         self.pending: np.ndarray | None = None
-
-    @property
-    def config(self) -> GRPOConfig:
-        return self._config
-
-    @config.setter
-    def config(self, config: GRPOConfig) -> None:
-        if not isinstance(config, GRPOConfig):
-            raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-        self._config = config
-
-    def configure(self, **changes) -> None:
-        """Change some knobs, e.g. ``run.configure(beta=0.1, group_size=4)``."""
-        self.config = replace(self.config, **changes)
 
     def set_policy(self, probs) -> None:
         """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
@@ -378,12 +244,21 @@ class BanditGRPO(BanditTrainer):
         self.pending, rewards = self.draw(self.config.group_size)
         return self.pending, rewards
 
-    def step(self) -> StepResult:
+    def update(self) -> StepResult:
         """A GRPO step on the pending group (sampled first if there is none)."""
         if self.pending is None:
             self.sample()
         actions, self.pending = self.pending, None
         result = grpo_step(self.logits, self.ref_logits, actions, reward_of(actions, self.reward_table), self.config)
         self.logits = result.logits
-        self.history.append(result)
         return result
+
+    def snapshot(self) -> dict[str, float]:
+        """The policy's :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`, and of the last group its
+        mean reward ``group_reward`` and ``clip_fraction`` (NaN before the first step)."""
+        last = self.history[-1] if self.history else None
+        return {
+            **super().snapshot(),
+            "group_reward": last.reward_mean if last else float("nan"),
+            "clip_fraction": last.clip_fraction if last else float("nan"),
+        }

@@ -4,7 +4,7 @@ PPO for RLHF trains two networks of the same size, the policy π_θ and the
 critic V_φ; GRPO trains the policy only (§5: the group mean replaces V_φ).
 Both keep a frozen reference π_ref for the KL term (eq. 8–9), and both need a
 frozen reward model when the reward is learned (RLHF) rather than checked by a
-rule (RLVR, :mod:`grpo_core.verifier`).
+rule (RLVR, :mod:`grpo_core.course.verifier`).
 
 Memory: bytes per parameter
 ---------------------------
@@ -52,9 +52,13 @@ TRAINING_FLOPS_PER_PARAM_TOKEN = 6
 class MemoryComponent:
     """One block of training memory: ``bytes_per_param × num_params`` bytes."""
 
+    #: Which network holds this state (policy, critic, reference, reward model).
     model: str
+    #: weights, gradients or optimizer state.
     state: str
+    #: Bytes it takes per parameter.
     bytes_per_param: int
+    #: The network's parameter count.
     num_params: float
 
     @property

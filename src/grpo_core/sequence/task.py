@@ -31,9 +31,13 @@ EOS = 0
 class DigitSumTask:
     """Targets ``min_target..max_target``, digits ``1..max_digit``, completions of <= ``max_length`` tokens."""
 
+    #: Smallest target sum q.
     min_target: int = 2
+    #: Largest target sum q.
     max_target: int = 9
+    #: Largest digit a completion may use.
     max_digit: int = 3
+    #: Most tokens a completion may have, EOS included.
     max_length: int = 8
 
     def __post_init__(self) -> None:
@@ -47,12 +51,12 @@ class DigitSumTask:
 
     @property
     def num_actions(self) -> int:
-        """Size of the output vocabulary: EOS and the digits."""
+        """The size of the output vocabulary, EOS and the digits."""
         return self.max_digit + 1
 
     @property
     def num_inputs(self) -> int:
-        """Size of the input vocabulary: the output tokens and one prompt token per target."""
+        """The size of the input vocabulary, the output tokens and one prompt token per target."""
         return self.max_digit + self.max_target + 1
 
     def prompt_token(self, targets: torch.Tensor) -> torch.Tensor:
@@ -79,7 +83,7 @@ class DigitSumTask:
         return float(sum(digits) == int(target))
 
     def rewards(self, targets: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
-        """:meth:`~grpo_core.sequence_task.DigitSumTask.reward` for a batch.
+        """:meth:`~grpo_core.sequence.task.DigitSumTask.reward` for a batch.
 
         ``targets`` (B,) and ``completions`` (B, T) give a (B,) float tensor.
         """

@@ -4,14 +4,14 @@ State = (prompt, tokens so far), action = next token: a GRU reads the prompt
 token and then the completion, and a linear head gives the logits of the next
 token. The same network serves the three roles a GRPO trainer needs:
 
-* **sampling** (eq. 1): :meth:`~grpo_core.sequence_policy.GRUPolicy.sample` draws G completions per
+* **sampling** (eq. 1): :meth:`~grpo_core.sequence.policy.GRUPolicy.sample` draws G completions per
   prompt token by token from a seeded ``torch.Generator`` until EOS or
   ``max_length``;
-* **scoring**: :meth:`~grpo_core.sequence_policy.GRUPolicy.token_logps` runs one forward pass over
+* **scoring**: :meth:`~grpo_core.sequence.policy.GRUPolicy.token_logps` runs one forward pass over
   prompt + completion and gathers :math:`\log\pi_\theta(o_t\mid q,o_{<t})` at
   the sampled tokens (log-softmax, then gather) — what an LLM trainer does
   with its logits;
-* **warm start**: :func:`~grpo_core.sequence_policy.warm_start` fits the policy by teacher forcing on a
+* **warm start**: :func:`~grpo_core.sequence.policy.warm_start` fits the policy by teacher forcing on a
   noisy demonstrator, the stand-in for the SFT checkpoint that §7 starts from.
 
 All parameters are initialised from a ``torch.Generator``, so a seed fixes
@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from grpo_core._validate import positive, positive_int
-from grpo_core.sequence_task import EOS, DigitSumTask
+from grpo_core.sequence.task import EOS, DigitSumTask
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,15 @@ class Completions:
     ``sampling_logps`` (B, T) the log-probabilities the sampler saw (0 on padding).
     """
 
+    #: Token ids, shape (B, T), EOS-padded.
     tokens: torch.Tensor
+    #: True at the tokens of each completion (up to and including EOS).
     mask: torch.Tensor
+    #: Tokens per completion.
     lengths: torch.Tensor
+    #: True where a completion has no EOS.
     truncated: torch.Tensor
+    #: The sampler's log-probability of every token.
     sampling_logps: torch.Tensor
 
 

@@ -1,8 +1,8 @@
 r"""Comparable runs on the one-prompt bandit (chapter §8): one trainer shape, one history shape.
 
 Every method of §8 — GRPO (:class:`grpo_core.bandit.BanditGRPO`), RLOO
-(:class:`grpo_core.rloo.BanditRLOO`), PPO (:class:`grpo_core.ppo.BanditPPO`)
-and DPO (:class:`grpo_core.dpo.BanditDPO`) — starts from the same logits
+(:class:`grpo_core.bandit.rloo.BanditRLOO`), PPO (:class:`grpo_core.bandit.ppo.BanditPPO`)
+and DPO (:class:`grpo_core.bandit.dpo.BanditDPO`) — starts from the same logits
 (uniform π unless told otherwise) with π_ref ← π_θ captured at reset, takes
 ``steps`` updates, and is summarised after each update by exact quantities of
 the *policy*, not of the samples it happened to draw:
@@ -10,8 +10,12 @@ the *policy*, not of the samples it happened to draw:
 * ``expected_reward`` — :math:`V^\pi = \sum_a \pi(a)\,r(a)`, eq. (4);
 * ``p_best`` — the probability of the best arm(s);
 * ``kl`` — the exact :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, the quantity eq. (8) estimates;
+* ``entropy`` — :math:`H(\pi_\theta)`;
 * ``samples`` — completions drawn so far: rollouts from π_θ for the online
-  methods, the offline preference dataset (drawn from π_ref) for DPO.
+  methods, the offline preference dataset (drawn from π_ref) for DPO;
+
+and whatever the method's snapshot adds (GRPO: the last group's ``group_reward``
+and ``clip_fraction``; PPO: the critic's ``value``).
 """
 
 from __future__ import annotations
@@ -22,54 +26,65 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core._validate import positive_int
-from grpo_core.bandit import BanditTrainer, state_value
-from grpo_core.kl import categorical_kl
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 @dataclass(frozen=True)
 class RunHistory:
     """Learning curves of one run (arrays of shape ``(steps + 1,)``) or of many seeds (``(seeds, steps + 1)``).
 
-    Index 0 is the start, before any update. ``final_probs`` is the policy after the last update,
+    ``curves`` holds one array per key of the trainer's
+    :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot` (``expected_reward``,
+    ``p_best``, ``kl``, ``entropy``, ``samples`` and whatever the method adds);
+    ``history["kl"]`` is ``history.curves["kl"]``. Index 0 is the start,
+    before any update. ``final_probs`` is the policy after the last update,
     shape ``(K,)`` or ``(seeds, K)``. ``wall_time`` is in seconds.
     """
 
-    expected_reward: np.ndarray
-    p_best: np.ndarray
-    kl: np.ndarray
-    samples: np.ndarray
+    #: One array per key of the trainer's snapshot.
+    curves: dict[str, np.ndarray]
+    #: The policy after the last update.
     final_probs: np.ndarray
+    #: Seconds spent.
     wall_time: float
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.curves[key]
+
+    @property
+    def expected_reward(self) -> np.ndarray:
+        return self.curves["expected_reward"]
+
+    @property
+    def p_best(self) -> np.ndarray:
+        return self.curves["p_best"]
+
+    @property
+    def kl(self) -> np.ndarray:
+        return self.curves["kl"]
+
+    @property
+    def samples(self) -> np.ndarray:
+        return self.curves["samples"]
 
     @property
     def steps(self) -> int:
         return self.expected_reward.shape[-1] - 1
 
 
-def _snapshot(trainer) -> tuple[float, float, float, int]:
-    probs, table = trainer.probs, trainer.reward_table
-    best = table == table.max()
-    return (
-        float(state_value(probs, table)),
-        float(probs[best].sum()),
-        float(categorical_kl(probs, trainer.ref_probs)),
-        trainer.samples_drawn,
-    )
-
-
 def track(trainer, steps: int) -> RunHistory:
-    """Take ``steps`` updates of ``trainer`` (from where it stands) and record the policy after each."""
+    """Take ``steps`` updates of ``trainer`` (from where it stands) and record its snapshot after each."""
     if not isinstance(trainer, BanditTrainer):
         raise TypeError(f"trainer must be a BanditTrainer (BanditGRPO, BanditRLOO, ...), got {type(trainer).__name__}")
     steps = positive_int(steps, "steps")
     start = time.perf_counter()
-    rows = [_snapshot(trainer)]
+    rows = [trainer.snapshot()]
     for _ in range(steps):
         trainer.step()
-        rows.append(_snapshot(trainer))
+        rows.append(trainer.snapshot())
     wall_time = time.perf_counter() - start
-    columns = np.array(rows, dtype=float).T
-    return RunHistory(*columns[:3], samples=columns[3].astype(int), final_probs=trainer.probs, wall_time=wall_time)
+    curves = {key: np.array([row[key] for row in rows]) for key in rows[0]}
+    return RunHistory(curves, final_probs=trainer.probs, wall_time=wall_time)
 
 
 def run_seeds(make_trainer, steps: int, seeds) -> RunHistory:
@@ -86,10 +101,7 @@ def run_seeds(make_trainer, steps: int, seeds) -> RunHistory:
         raise ValueError("seeds must list at least one seed")
     runs = [track(make_trainer(seed), steps) for seed in seeds]
     return RunHistory(
-        expected_reward=np.stack([run.expected_reward for run in runs]),
-        p_best=np.stack([run.p_best for run in runs]),
-        kl=np.stack([run.kl for run in runs]),
-        samples=np.stack([run.samples for run in runs]),
+        curves={key: np.stack([run.curves[key] for run in runs]) for key in runs[0].curves},
         final_probs=np.stack([run.final_probs for run in runs]),
         wall_time=sum(run.wall_time for run in runs),
     )

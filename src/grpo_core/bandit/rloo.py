@@ -12,7 +12,7 @@ with no importance ratio, no clip and no std division (so no inner epochs: a
 second step on the same samples would be off-policy with nothing to correct
 it). As in Ahmadian et al. and RLHF-PPO, the KL to π_ref enters through the
 reward, :math:`R_i - \beta\log(\pi(a_i)/\pi_\mathrm{ref}(a_i))`
-(:func:`grpo_core.ppo.kl_penalized_rewards`).
+(:func:`grpo_core.bandit.ppo.kl_penalized_rewards`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import numpy as np
 
 from grpo_core._validate import nonnegative, positive, positive_int
 from grpo_core.advantages import rloo_advantages
-from grpo_core.bandit import CHAPTER_REWARDS, BanditTrainer
-from grpo_core.policy_gradient import reinforce_gradient
-from grpo_core.ppo import kl_penalized_rewards
+from grpo_core.bandit.policy_gradient import reinforce_gradient
+from grpo_core.bandit.ppo import kl_penalized_rewards
+from grpo_core.bandit.trainer import BanditTrainer
 
 
 def rloo_gradient(logits, actions, rewards) -> np.ndarray:
@@ -37,8 +37,11 @@ def rloo_gradient(logits, actions, rewards) -> np.ndarray:
 class RLOOConfig:
     """The knobs of a bandit RLOO step: ``group_size`` (the paper's k), ``lr``, ``beta`` (KL-in-reward)."""
 
+    #: k, samples per prompt (at least 2).
     group_size: int = 8
+    #: Step size of the REINFORCE step.
     lr: float = 1.0
+    #: β of the KL penalty folded into the reward.
     beta: float = 0.04
 
     def __post_init__(self) -> None:
@@ -51,22 +54,22 @@ class RLOOConfig:
 class RLOOStep:
     """One RLOO update: the group, its rewards (after the KL penalty) and the advantages R_i − b_i."""
 
+    #: The group's actions.
     actions: np.ndarray
+    #: Their rewards R_i.
     rewards: np.ndarray
+    #: The rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
+    #: R_i − b_i with the leave-one-out baseline b_i.
     advantages: np.ndarray
 
 
 class BanditRLOO(BanditTrainer):
     """RLOO on the bandit: sample G, shape rewards with the KL, one REINFORCE step with the leave-one-out baseline."""
 
-    def __init__(self, rewards=CHAPTER_REWARDS, config: RLOOConfig = RLOOConfig(), seed: int = 0, init_logits=None):
-        if not isinstance(config, RLOOConfig):
-            raise TypeError(f"config must be a RLOOConfig, got {type(config).__name__}")
-        self.config = config
-        super().__init__(rewards, seed, init_logits)
+    config_type = RLOOConfig
 
-    def step(self) -> RLOOStep:
+    def update(self) -> RLOOStep:
         """Sample a group from π_θ, shape its rewards, take one REINFORCE step with the leave-one-out baseline."""
         cfg = self.config
         actions, rewards = self.draw(cfg.group_size)
@@ -74,6 +77,4 @@ class BanditRLOO(BanditTrainer):
         shaped = kl_penalized_rewards(rewards, logp, ref_logp, cfg.beta)
         advantages = rloo_advantages(shaped)
         self.logits = self.logits + cfg.lr * reinforce_gradient(self.logits, actions, advantages)
-        result = RLOOStep(actions, rewards, shaped, advantages)
-        self.history.append(result)
-        return result
+        return RLOOStep(actions, rewards, shaped, advantages)

@@ -1,0 +1,78 @@
+r"""The one-prompt bandit of chapter §11: its reward table, the softmax policy, eqs. (1), (2) and (4).
+
+Actions A/B/C/D with the reward table ``R = [0.2, 0.9, 0.4, 0.1]`` (B is best)
+and a softmax policy :math:`\pi_\theta = \mathrm{softmax}(\theta)`: sampling a
+group (eq. 1), looking its rewards up (eq. 2) and the exact value a critic
+would learn (eq. 4). Every trainer of :mod:`grpo_core.bandit` builds on these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grpo_core._validate import finite_array, positive_int, probabilities
+
+#: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11); B is best.
+CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
+#: The names of the four actions, in the order of :data:`CHAPTER_REWARDS`.
+ACTION_NAMES = ("A", "B", "C", "D")
+
+
+def softmax(logits) -> np.ndarray:
+    """π_θ = softmax(θ) over the last axis, computed stably."""
+    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+def log_softmax(logits) -> np.ndarray:
+    """log π_θ, computed stably."""
+    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+    shifted = logits - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def check_rng(rng) -> np.random.Generator:
+    """``rng`` itself, if it is a ``numpy.random.Generator`` (every draw of the bandit is seeded)."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng
+
+
+def check_actions(actions, num_actions: int) -> np.ndarray:
+    """``actions`` as a non-empty 1-D integer array of indices in ``[0, num_actions)``."""
+    actions = np.asarray(actions)
+    if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
+        raise TypeError(
+            f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
+        )
+    if actions.min() < 0 or actions.max() >= num_actions:
+        raise ValueError(f"actions must lie in [0, {num_actions}), got {actions.min()}..{actions.max()}")
+    return actions
+
+
+def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
+    """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
+    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
+    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must be nonnegative and sum to 1")
+    group_size = positive_int(group_size, "group_size")
+    return check_rng(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
+
+
+def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
+    """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
+    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    return table[check_actions(actions, table.size)]
+
+
+def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
+    r"""Eq. (4): :math:`V^\pi(q) = \mathbb E_{o\sim\pi}[r(q, o)] = \sum_a \pi(a)\,r(a)`, exactly.
+
+    What a critic would have to learn; the group mean (eq. 5) estimates it.
+    """
+    probs = np.asarray(probabilities(probs, "probs"), dtype=float)
+    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    if table.shape != probs.shape[-1:]:
+        raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
+    return probs @ table

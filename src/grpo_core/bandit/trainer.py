@@ -1,0 +1,185 @@
+"""The flow every bandit method shares (chapter §8): construct, reset, step, run, record.
+
+A method is one subclass that names its knobs and supplies its update, as in
+Spinning Up's ``core.Actor``, whose ``forward`` calls the subclass's
+``_distribution``::
+
+    class BanditREINFORCE(BanditTrainer):
+        config_type = REINFORCEConfig          # a frozen dataclass with an ``lr``
+
+        def update(self):
+            actions, rewards = self.draw(self.config.group_size)
+            self.logits = self.logits + self.config.lr * reinforce_gradient(self.logits, actions, rewards)
+            return actions
+
+:class:`BanditTrainer` owns the rest: the reward table, θ, π_ref, the seeded
+generator, :meth:`~BanditTrainer.reset` (with a :meth:`~BanditTrainer.start`
+hook for a method's own state), :meth:`~BanditTrainer.step` (the update, a
+check that it kept θ finite, the history), :meth:`~BanditTrainer.run` and the
+policy's :meth:`~BanditTrainer.snapshot` that :func:`grpo_core.bandit.runs.track`
+records.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import replace
+from typing import ClassVar
+
+import numpy as np
+
+from grpo_core._validate import finite_array, positive_int
+from grpo_core.bandit.env import (
+    CHAPTER_REWARDS,
+    check_actions,
+    log_softmax,
+    reward_of,
+    sample_group,
+    softmax,
+    state_value,
+)
+from grpo_core.kl import categorical_kl, entropy
+
+
+class Diverged(ValueError):
+    """An update left the policy's logits, or the gradient that moves them, not finite."""
+
+
+class BanditTrainer(ABC):
+    """A run of one method on the bandit: the state and the flow every method shares.
+
+    Holds the reward table, the policy logits θ, the frozen reference π_ref
+    (captured at :meth:`reset`), a seeded ``numpy.random.Generator``, the
+    number of completions drawn and the ``history`` of step records. A method
+    (:class:`~grpo_core.bandit.grpo.BanditGRPO`, and the §8 neighbours RLOO,
+    PPO, DPO) sets :attr:`config_type` and defines :meth:`update`; if it keeps
+    state of its own, it sets it in :meth:`start`. It never imports a widget.
+
+    ``rewards`` is the reward of each action, shape ``(K,)`` (``(prompts, K)``
+    for a method with :attr:`reward_ndim` 2); ``config`` an instance of
+    :attr:`config_type` (its defaults if ``None``); ``init_logits`` the
+    starting θ (uniform π if ``None``).
+    """
+
+    #: The frozen dataclass of the method's knobs; it has a learning rate ``lr``.
+    config_type: ClassVar[type]
+    #: 1 for one prompt with a reward per action, 2 for a reward table per prompt.
+    reward_ndim: ClassVar[int] = 1
+
+    def __init__(self, rewards=CHAPTER_REWARDS, config=None, seed: int = 0, init_logits=None):
+        self.config = self.config_type() if config is None else config
+        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(self.reward_ndim,)), dtype=float)
+        if self.reward_table.shape[-1] < 2:
+            raise ValueError("rewards must list at least 2 actions")
+        self.init_logits = (
+            np.zeros_like(self.reward_table)
+            if init_logits is None
+            else np.asarray(finite_array(init_logits, "init_logits", ndim=(self.reward_ndim,)), dtype=float)
+        )
+        if self.init_logits.shape != self.reward_table.shape:
+            raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
+        self.seed = positive_int(seed, "seed", minimum=0)
+        self.reset()
+
+    @property
+    def config(self):
+        """The method's knobs (an instance of ``config_type``)."""
+        return self._config
+
+    @config.setter
+    def config(self, config) -> None:
+        if not isinstance(config, self.config_type):
+            raise TypeError(f"config must be a {self.config_type.__name__}, got {type(config).__name__}")
+        self._config = config
+
+    def configure(self, **changes) -> None:
+        """Change some knobs, e.g. ``run.configure(beta=0.1, group_size=4)``."""
+        self.config = replace(self.config, **changes)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared, then :meth:`start`."""
+        if seed is not None:
+            self.seed = positive_int(seed, "seed", minimum=0)
+        self.logits = self.init_logits.copy()
+        self.ref_logits = self.logits.copy()
+        self.rng = np.random.default_rng(self.seed)
+        self.samples_drawn = 0
+        self.history: list = []
+        self.start()
+
+    def start(self) -> None:  # noqa: B027 -- a hook: most methods keep no state of their own
+        """The method's own state at the start of a run (after θ, π_ref and the RNG are reset); none by default."""
+
+    @abstractmethod
+    def update(self):
+        """One update of θ (``self.logits``); returns the record of the step."""
+
+    def step(self):
+        """One update; appends its record to ``history`` and returns it.
+
+        An update that overflows the logits stops the run with a ``ValueError``
+        naming the step and the learning rate, instead of a later failure on
+        non-finite logits.
+        """
+        number = len(self.history) + 1
+        try:
+            record = self.update()
+        except Diverged as error:
+            raise self._diverged(number) from error
+        if not np.isfinite(self.logits).all():
+            raise self._diverged(number)
+        self.history.append(record)
+        return record
+
+    def _diverged(self, number: int) -> Diverged:
+        lr = self.config.lr
+        return Diverged(
+            f"step {number}: the update overflowed the logits (lr={lr} is likely too large; try lr <= {lr / 10:g})"
+        )
+
+    def run(self, steps: int) -> list:
+        """Take ``steps`` updates; their records."""
+        return [self.step() for _ in range(positive_int(steps, "steps"))]
+
+    @property
+    def probs(self) -> np.ndarray:
+        return softmax(self.logits)
+
+    @property
+    def ref_probs(self) -> np.ndarray:
+        return softmax(self.ref_logits)
+
+    @property
+    def expected_reward(self) -> float:
+        """V^π(q) of the current policy, eq. (4), computed exactly."""
+        return float(state_value(self.probs, self.reward_table))
+
+    def snapshot(self) -> dict[str, float]:
+        """Exact quantities of the current policy, the points of a learning curve.
+
+        ``expected_reward`` (V^π, eq. 4), ``p_best`` (probability of the best
+        arm or arms), ``kl`` (exact KL(π_θ‖π_ref), what eq. 8 estimates),
+        ``entropy`` and ``samples`` (completions drawn so far). With several
+        prompts, each is the mean over the prompts. A method adds its own by
+        extending the dict.
+        """
+        probs, table = self.probs, self.reward_table
+        best = table == table.max(axis=-1, keepdims=True)
+        return {
+            "expected_reward": self.expected_reward,
+            "p_best": float(np.mean((probs * best).sum(axis=-1))),
+            "kl": float(np.mean(categorical_kl(probs, self.ref_probs))),
+            "entropy": float(np.mean(entropy(probs))),
+            "samples": self.samples_drawn,
+        }
+
+    def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        """Eqs. (1)-(2): draw ``num_samples`` actions from π_θ, count them, return (actions, rewards)."""
+        actions = sample_group(self.probs, num_samples, self.rng)
+        self.samples_drawn += actions.size
+        return actions, reward_of(actions, self.reward_table)
+
+    def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
+        """log π_θ(a_i) and log π_ref(a_i) of the given actions."""
+        actions = check_actions(actions, self.logits.size)
+        return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]
