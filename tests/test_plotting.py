@@ -11,8 +11,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from grpo_core import BanditGRPO, GRPOConfig
-from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, plot_runs, use_style
 from grpo_core.bandit.runs import run_seeds, track
+from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, plot_runs, use_style
 
 
 @pytest.fixture

@@ -435,8 +435,9 @@ def smallest_style_font_pt() -> float:
     """The smallest text of the notebooks' shared figure style (grpo_core.plotting.STYLE), in points: what a PNG
     figure is known to hold (a PNG does not record its font sizes)."""
     import matplotlib as mpl
-    from grpo_core.plotting import STYLE
     from matplotlib.font_manager import FontProperties
+
+    from grpo_core.plotting import STYLE
 
     keys = ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize", "ytick.labelsize", "legend.fontsize")
     with mpl.rc_context(STYLE):
