@@ -171,12 +171,14 @@ def portable_student_notebook(name: str, student: Path) -> None:
     that names the notebook file. Here the tests move *into* the notebook: a first
     cell (tagged ``otter_ignore``, so grading never runs it) writes them to
     ``NAME-tests/`` next to the notebook and, on Colab, installs otter; the init
-    cell reads them from there and no longer names the file.
+    cell reads them from there and no longer names the file, and the export cell
+    exports the newest notebook of this assignment in the folder.
     """
     path = student / f"{name}.ipynb"
     notebook = nbformat.read(path, as_version=4)
     tests = {test.name: test.read_text() for test in sorted((student / "tests").glob("*.py"))}
     folder = tests_folder(name)
+    marker = f'"assignment_name": "{name}"'
     lines = [
         f"# Run this cell first. It saves the public tests into {folder}/ next to this notebook,",
         "# where grader.check finds them whatever the notebook is called (JupyterLab or Colab).",
@@ -192,6 +194,12 @@ def portable_student_notebook(name: str, student: Path) -> None:
         f'pathlib.Path("{folder}").mkdir(exist_ok=True)',
         "for _file, _text in PUBLIC_TESTS.items():",
         f'    pathlib.Path("{folder}", _file).write_text(_text)',
+        "",
+        "",
+        "def this_notebook():",
+        f'    """The newest notebook in this folder that belongs to {name} (whatever its name)."""',
+        f"    mine = [p for p in pathlib.Path().glob('*.ipynb') if {marker!r} in p.read_text(errors='ignore')]",
+        "    return str(max(mine, key=lambda p: p.stat().st_mtime)) if mine else None",
     ]
     setup = nbformat.v4.new_code_cell("\n".join(lines), metadata={**LOCKED, "tags": ["otter_ignore"]})
     init = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and "otter.Notebook(" in cell.source]
@@ -200,6 +208,9 @@ def portable_student_notebook(name: str, student: Path) -> None:
     notebook.cells[
         init[0]
     ].source = f'# Initialize Otter\nimport otter\n\ngrader = otter.Notebook(tests_dir="{folder}")'
+    exports = [cell for cell in notebook.cells if cell.cell_type == "code" and "grader.export(" in cell.source]
+    for cell in exports:
+        cell.source = cell.source.replace("grader.export(", "grader.export(this_notebook(), ")
     notebook.cells.insert(init[0], setup)
     nbformat.write(notebook, path)
     shutil.rmtree(student / "tests")

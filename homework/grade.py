@@ -135,8 +135,16 @@ def assignment_name(notebook: nbformat.NotebookNode) -> str:
     return name
 
 
+def _ignored(cell: nbformat.NotebookNode) -> bool:
+    """Cells otter never runs when grading (the student notebook's setup cell is one)."""
+    metadata = cell.get("metadata", {})
+    otter = metadata.get("otter")
+    return "otter_ignore" in metadata.get("tags", []) or (isinstance(otter, dict) and bool(otter.get("ignore")))
+
+
 def code_sources(notebook: nbformat.NotebookNode) -> list[str]:
-    return [cell.source for cell in notebook.cells if cell.cell_type == "code" and isinstance(cell.source, str)]
+    """The code grading runs: every code cell but those otter skips."""
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code" and not _ignored(cell)]
 
 
 def manual_answers(notebook: nbformat.NotebookNode) -> list[str]:
@@ -283,10 +291,6 @@ def prepared_notebook(notebook: nbformat.NotebookNode, grader: Autograder, kerne
     snapshot = GUARD_SNAPSHOT.format(imports="\n    ".join(grader.imports) or "pass", restore=restore)
     run.cells.insert(0, nbformat.v4.new_code_cell(snapshot))
     run.cells.append(nbformat.v4.new_code_cell(GUARD_RESTORE.format(restore=restore, imports=imports)))
-    for cell in run.cells:  # the grader's cells and the student's are all run, none skipped by a tag
-        cell.get("metadata", {}).pop("otter", None)
-        if "tags" in cell.get("metadata", {}):
-            cell.metadata.tags = [tag for tag in cell.metadata.tags if tag != "otter_ignore"]
     run.metadata.kernelspec = {"name": kernel, "display_name": "Python 3 (grading sandbox)", "language": "python"}
     run.metadata.language_info = {"name": "python"}
     return run

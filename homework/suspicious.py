@@ -61,7 +61,9 @@ MAGIC = re.compile(r"^\s*[%!]")
 
 
 def _source(cell_source: str) -> str:
-    return "\n".join("" if MAGIC.match(line) else line for line in cell_source.splitlines())
+    """The cell as Python: each IPython magic or shell line becomes ``pass`` at its indentation."""
+    lines = cell_source.splitlines()
+    return "\n".join(line[: len(line) - len(line.lstrip())] + "pass" if MAGIC.match(line) else line for line in lines)
 
 
 class _Reader(ast.NodeVisitor):
