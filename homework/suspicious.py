@@ -132,12 +132,16 @@ class _Reader(ast.NodeVisitor):
 
 def findings(sources: list[str]) -> list[str]:
     """Sorted, de-duplicated reasons for a human look at these code cells (empty: nothing found)."""
-    reader = _Reader()
+    reader, trees = _Reader(), []
     for number, source in enumerate(sources):
         try:
-            tree = ast.parse(_source(source))
+            trees.append(ast.parse(_source(source)))
         except SyntaxError:
             reader.found.add(f"cell {number} does not parse")
-            continue
+    for tree in trees:  # every import first: a cell may use a module imported further down
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                reader.visit(node)
+    for tree in trees:
         reader.visit(tree)
     return sorted(reader.found)

@@ -414,7 +414,8 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     hostile = folder / "hostile"
     _write(_with_cell(_reference(dist, "hw1-advantages"), KILL_PARENT), hostile / "kills-parent.ipynb")
     _write(_with_cell(untouched, REWRITE_TESTS, at=2), hostile / "rewrites-tests.ipynb")
-    _write(_with_cell(untouched, PATCH_NUMPY, at=3), hostile / "patches-numpy.ipynb")
+    (numpy_cell,) = [i for i, cell in enumerate(untouched.cells) if cell.source.startswith("import numpy as np")]
+    _write(_with_cell(untouched, PATCH_NUMPY, at=numpy_cell + 1), hostile / "patches-numpy.ipynb")
     _write(_with_cell(untouched, WRITE_TO_REPO, at=2), hostile / "writes-to-repo.ipynb")
     with zipfile.ZipFile(hostile / "shadows-grpo-core.zip", "w") as archive:
         archive.writestr("hw1-ddof1.ipynb", nbformat.writes(_wrong_submission(dist, DDOF1)))
@@ -529,10 +530,11 @@ def test_malformed_files_are_reported_in_their_own_row(grades, file, reason):
     assert row["sheet"] == "unmatched" and reason in row["error"] and row["sha256"]
 
 
-def test_a_cell_that_kills_its_parent_ends_only_its_own_grading(grades):
+def test_a_cell_that_kills_its_parent_kills_nothing(grades):
+    """In its own PID namespace the kernel has no parent to see (getppid() is 0) and kill(-1) reaches nobody."""
     row = grades["hostile/kills-parent.ipynb"]
-    assert row["sheet"] == "hw1-advantages" and "os.kill" in row["suspicious"]
-    assert row["error"] and not row["total"], "a submission whose kernel dies is reported, not scored"
+    assert "os.kill" in row["suspicious"]
+    _full_marks({**row, "suspicious": ""}, "hw1-advantages")
 
 
 @pytest.mark.parametrize(
