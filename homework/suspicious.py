@@ -11,8 +11,9 @@ the grader or the grade needs:
 * ``os.kill`` and friends (``killpg``, ``fork``, ``system``, ``exec*``, ``spawn*``,
   ``setsid``, ``chmod``, ``remove``, ``rename``, ``replace``, ``unlink``);
 * a string naming the tests (``tests/``, ``.OTTER``) — reading or rewriting them;
-* assigning to an attribute of an imported module (``np.allclose = ...``,
-  ``setattr(np, ...)``, ``del np.x``), of ``builtins`` or of ``globals()``;
+* assigning to an attribute of an imported module or of anything inside one
+  (``np.allclose = ...``, ``otter.execute.Checker.check = ...``, ``setattr(np, ...)``,
+  ``del np.x``), and ``globals()``, ``vars()``, ``eval``, ``exec``, ``compile``;
 * a cell that does not parse (hides nothing, but cannot be read either).
 
 It reads text, so it cannot see code built at run time from strings it does not
@@ -106,6 +107,12 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if isinstance(node.ctx, ast.Store | ast.Del) and isinstance(node.value, ast.Attribute):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.modules:
+                self.found.add(f"reassigns {ast.unparse(node)}")
         if isinstance(node.value, ast.Name):
             module = self.modules.get(node.value.id, node.value.id if node.value.id in ("os", "sys") else None)
             if module == "os":
