@@ -237,7 +237,8 @@ def write_kernelspecs(jupyter_dir: Path, python: str, jobs: int) -> list[str]:
         launch = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if sandboxed():
             sandbox = [python, str(HOMEWORK / "sandbox.py"), str(UID_BASE + slot), "{connection_file}"]
-            launch = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--", *sandbox]
+            namespace = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
+            launch = ["setpriv", "--pdeathsig", "KILL", "--", *namespace, *sandbox]  # dies with its worker
         kernel = {"argv": launch, "display_name": "Python 3 (grading sandbox)", "language": "python"}
         (spec / "kernel.json").write_text(json.dumps(kernel))
         names.append(name)

@@ -24,10 +24,11 @@ from __future__ import annotations
 import ctypes
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 MS_BIND, MS_REC = 4096, 16384
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -63,8 +64,10 @@ def drop_privileges(uid: int) -> None:
     os.setgroups([])
     os.setgid(uid)
     os.setuid(uid)
-    if LIBC.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    # Changing user clears the parent-death signal ``unshare --kill-child`` set: set it again.
+    for option, value in ((PR_SET_NO_NEW_PRIVS, 1), (PR_SET_PDEATHSIG, signal.SIGKILL)):
+        if LIBC.prctl(option, int(value), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
     if os.getuid() != uid or os.geteuid() != uid:
         raise PermissionError(f"could not drop to uid {uid}")
 
