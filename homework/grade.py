@@ -368,25 +368,25 @@ class Workers:
         workdir, scratch = self._workdir(slot, grader)
         kernel = self.kernels[slot]
         path = self.scratch / "notebooks" / f"{workdir.name}.ipynb"
-        nbformat.write(prepared_notebook(notebook, grader, kernel), path)
         task = {"id": workdir.name, "notebook": str(path), "workdir": str(workdir), "scratch": str(scratch)}
         task.update(kernel=kernel, timeout=self.timeout)
-        process, answers = self.processes.get(slot) or self._start(slot)
         try:
+            nbformat.write(prepared_notebook(notebook, grader, kernel), path)
+            process, answers = self.processes.get(slot) or self._start(slot)
             process.stdin.write(json.dumps(task) + "\n")
             process.stdin.flush()
             line = _readline(answers, self.timeout + 120)
-        except (BrokenPipeError, TimeoutError) as error:
-            line = json.dumps({"error": f"the grading worker failed: {type(error).__name__}"})
-        if not line:
-            self._stop(slot)
-            return {"error": "the grading worker died"}
-        answer = json.loads(line)
-        if "error" in answer and answer.get("id") != task["id"]:
-            self._stop(slot)
-        shutil.rmtree(workdir, ignore_errors=True)
-        path.unlink(missing_ok=True)
-        return answer
+            answer = json.loads(line) if line else {}
+            if answer.get("id") != task["id"]:
+                raise RuntimeError("the grading worker died")
+            return answer
+        except (OSError, TimeoutError, RuntimeError, ValueError) as error:
+            if slot in self.processes:  # a worker that failed once is replaced for the next submission
+                self._stop(slot)
+            return {"error": f"grading failed: {error or type(error).__name__}"}
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+            path.unlink(missing_ok=True)
 
     def close(self) -> None:
         for slot in list(self.processes):
@@ -398,13 +398,13 @@ class Workers:
 
 
 def _readline(handle, timeout: float) -> str:
-    """One line from a worker, or TimeoutError when it is stuck beyond any kernel's limit."""
+    """One line from a worker ("" if it died), or TimeoutError when it is stuck beyond any kernel's limit."""
     result: list[str] = []
     reader = threading.Thread(target=lambda: result.append(handle.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
     if reader.is_alive():
-        raise TimeoutError
+        raise TimeoutError("the grading worker did not answer")
     return result[0]
 
 
