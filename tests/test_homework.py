@@ -624,6 +624,7 @@ def clean_python(tmp_path_factory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
     python = home / "venv" / "bin" / "python"
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PIP_RETRIES"] = "0"  # where the PyTorch CPU index is unreachable, fail over to the other indexes at once
     subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-r", str(requirements)], check=True, env=env)
     yield python
     shutil.rmtree(home, ignore_errors=True)
