@@ -70,10 +70,10 @@ def main(count: int) -> None:
             otter_run_seconds(dist / NAME / "autograder" / f"{NAME}-autograder.zip", submission, scratch)
             for _ in range(count)
         ]
+        scratch.chmod(0o711)
         work = scratch / "grade"
-        for sub, mode in (("work", 0o711), ("notebooks", 0o700), ("runtime", 0o700)):
-            (work / sub).mkdir(parents=True, mode=mode)
-        work.chmod(0o711)
+        work.mkdir()
+        grade.prepare_scratch(work)
         graders = grade.load_autograders(dist, work)
         workers = grade.Workers(sys.executable, 1, work, 600.0)
         notebook = nbformat.read(submission, as_version=4)

@@ -297,6 +297,15 @@ def prepared_notebook(notebook: nbformat.NotebookNode, grader: Autograder, kerne
     return run
 
 
+def prepare_scratch(scratch: Path) -> Path:
+    """The grader's temporary directory: sandbox users may pass through it, list nothing in it."""
+    for sub, mode in (("work", 0o711), ("notebooks", 0o700), ("runtime", 0o700)):
+        (scratch / sub).mkdir(mode=mode)
+        (scratch / sub).chmod(mode)
+    scratch.chmod(0o711)
+    return scratch
+
+
 def _read_only(path: Path) -> None:
     for item in [path, *path.rglob("*")]:
         item.chmod(0o555 if item.is_dir() else 0o444)
@@ -572,11 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         print("warning: not root or no unshare: kernels run as this user, unisolated", file=sys.stderr)
     out = args.out or args.dist / "grades"
     with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
-        scratch = Path(temporary)
-        for sub, mode in (("work", 0o711), ("notebooks", 0o700), ("runtime", 0o700)):
-            (scratch / sub).mkdir(mode=mode)
-            (scratch / sub).chmod(mode)
-        scratch.chmod(0o711)
+        scratch = prepare_scratch(Path(temporary))
         graders = load_autograders(args.dist, scratch)
         if not graders:
             parser.error(f"no autograder in {args.dist}/*/autograder/: run `make homework` first")
