@@ -63,15 +63,20 @@ lab: $(STAMP)
 bench: $(STAMP)
 	for script in bench/*.py; do $(BIN)/python $$script || exit 1; done
 
-# Homework (otter-grader, graded locally without Docker; see book/instructors.md).
-# make homework: student notebook, autograder notebook and zip per assignment in homework/dist/NAME/
-# make grade SUBMISSIONS=dir: every notebook under dir, matched by its otter assignment name -> homework/dist/grades.csv
+# Homework (otter-grader; see book/instructors.md).
+# make homework: student notebook + requirements.txt, reference notebook and self-contained
+#   autograder zip per assignment in homework/dist/NAME/
+# make grade SUBMISSIONS=dir [TIMEOUT=600] [JOBS=2] [ROSTER=roster.csv]: every notebook or exported
+#   zip under dir, each in its own sandbox -> homework/dist/grades/NAME.csv (merged by submission),
+#   unmatched.csv, feedback/, manual-NAME.md
 .PHONY: homework grade
+TIMEOUT ?= 600
+JOBS ?= 2
 homework: $(STAMP)
 	$(BIN)/python homework/build.py
 
 grade: $(STAMP)
-	$(BIN)/python homework/grade.py $(SUBMISSIONS)
+	$(BIN)/python homework/grade.py $(SUBMISSIONS) --timeout $(TIMEOUT) --jobs $(JOBS) $(if $(ROSTER),--roster $(ROSTER))
 
 clean:
 	rm -rf _build .pytest_cache .coverage .coverage.*

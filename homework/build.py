@@ -2,14 +2,28 @@
 
     python homework/build.py [--dist homework/dist] [--jobs N] [NAME ...]
 
-Each assignment lives in ``homework/NAME/NAME.md``, a MyST master with otter's
-raw delimiter cells. The master is converted to ``.ipynb`` in a scratch
-directory (only the MyST file is kept in the repository), then ``otter assign``
-writes into ``DIST/NAME/``:
+Each assignment lives in ``homework/NAME/``: ``NAME.md``, a MyST master with
+otter's raw delimiter cells, and ``requirements.txt``, the packages its
+notebooks may import (names only). The master is converted to ``.ipynb`` in a
+scratch directory (only the MyST file is kept in the repository), next to
 
-* ``student/NAME.ipynb`` — what students get: prompts, ``...`` stubs, public tests;
-* ``autograder/NAME.ipynb`` — the reference solutions (all tests in its metadata);
-* ``autograder/NAME-autograder.zip`` — what ``otter run`` grades with.
+* ``requirements.txt`` — those packages at the versions this repository pins,
+  plus the PyTorch CPU index where torch is needed (never the multi-GB CUDA build);
+* ``grpo_core/`` — the answer-key package the hidden tests import, taken whole
+  from the wheel ``pip wheel --no-deps`` builds from ``src/``;
+
+and ``otter assign`` (the master's config names both) writes into ``DIST/NAME/``:
+
+* ``student/NAME.ipynb`` and ``student/requirements.txt`` — what students get:
+  prompts, ``...`` stubs, public tests, whatever the notebook is called and wherever
+  it runs (see :func:`portable_student_notebook`);
+* ``autograder/NAME.ipynb`` — the reference solutions;
+* ``autograder/NAME-autograder.zip`` — self-contained: tests, ``otter_config.json``,
+  ``environment.yml`` (what Gradescope and ``otter grade`` install: Python 3.11,
+  otter-grader and the pins above), the same list as ``requirements.txt`` for pip, and
+  ``files/grpo_core/``, which otter copies next to each submission. It
+  grades the same on Gradescope, in ``otter grade``'s container and with
+  ``grade.py``.
 
 ``otter assign`` grades the solutions notebook itself and fails unless it earns
 full marks; afterwards :func:`leaks.find_leaks` must find nothing in
@@ -20,21 +34,29 @@ and exits non-zero.
 from __future__ import annotations
 
 import argparse
+import ast
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jupytext
 import nbformat
+from packaging.requirements import Requirement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from leaks import find_leaks
 
 HOMEWORK = Path(__file__).resolve().parent
+ROOT = HOMEWORK.parent
 OTTER = Path(sys.executable).with_name("otter")
+OTTER_PIN = "otter-grader==7.0.0"
+TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
+LOCKED = {"deletable": False, "editable": False}
 
 
 def assignment_names() -> list[str]:
@@ -49,13 +71,79 @@ def master_notebook(name: str) -> nbformat.NotebookNode:
     return notebook
 
 
-def assign(master: nbformat.NotebookNode, name: str, dist: Path, *, run_tests: bool = True) -> Path:
-    """Run ``otter assign`` on ``master`` into ``dist/name`` (replaced); return that directory."""
+def package_grpo_core(into: Path) -> Path:
+    """``into/grpo_core``: the package exactly as its wheel (built from ``src/``) installs it."""
+    with tempfile.TemporaryDirectory(prefix="grpo-core-wheel-") as scratch:
+        tree, wheels = Path(scratch) / "project", Path(scratch) / "wheels"
+        tree.mkdir()
+        for item in ("pyproject.toml", "README.md"):
+            shutil.copy(ROOT / item, tree / item)
+        shutil.copytree(ROOT / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+        done = subprocess.run([*command, "-w", str(wheels), str(tree)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip wheel failed:\n{done.stdout}\n{done.stderr}")
+        (wheel,) = wheels.glob("*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(into, [n for n in archive.namelist() if n.startswith("grpo_core/")])
+    return into / "grpo_core"
+
+
+def _pins() -> dict[str, str]:
+    """``{normalised name: requirement line}`` of the repository's pinned requirements.txt."""
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line and not line.startswith("-"):
+            pins[_normal_name(Requirement(line).name)] = line
+    return pins
+
+
+def _normal_name(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _imported(master: nbformat.NotebookNode) -> set[str]:
+    """Top-level modules imported anywhere in the master's code (prompts, solutions, tests)."""
+    found = set()
+    for cell in master.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"grpo_core", "otter"}
+
+
+def requirements(name: str, master: nbformat.NotebookNode) -> list[str]:
+    """The pinned requirement lines of ``homework/NAME/requirements.txt``; it must cover the master's imports."""
+    wanted = [line.strip() for line in (HOMEWORK / name / "requirements.txt").read_text().splitlines() if line.strip()]
+    missing = sorted(module for module in _imported(master) if _normal_name(module) not in map(_normal_name, wanted))
+    if missing:
+        raise RuntimeError(f"{name}: homework/{name}/requirements.txt does not list {', '.join(missing)}")
+    pins = _pins()
+    unknown = sorted(package for package in wanted if _normal_name(package) not in pins)
+    if unknown:
+        raise RuntimeError(f"{name}: {', '.join(unknown)} not pinned in requirements.txt")
+    lines = [pins[_normal_name(package)] for package in wanted]
+    return ([TORCH_CPU_INDEX] if "torch" in map(_normal_name, wanted) else []) + lines
+
+
+def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, *, run_tests: bool = True) -> Path:
+    """Run ``otter assign`` on ``master`` into ``dist/name`` (replaced); return that directory.
+
+    ``package`` is the ``grpo_core`` directory shipped in the autograder zip.
+    """
     out = dist / name
     shutil.rmtree(out, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-master-") as scratch:
         master_path = Path(scratch) / f"{name}.ipynb"
         nbformat.write(master, master_path)
+        pinned = requirements(name, master)
+        (Path(scratch) / "requirements.txt").write_text("\n".join(pinned) + "\n")
+        shutil.copytree(package, Path(scratch) / "grpo_core")
         command = [str(OTTER), "assign", "--no-pdfs", *([] if run_tests else ["--no-run-tests"])]
         done = subprocess.run([*command, str(master_path), str(out)], capture_output=True, text=True)
     if done.returncode != 0:
@@ -63,14 +151,75 @@ def assign(master: nbformat.NotebookNode, name: str, dist: Path, *, run_tests: b
     zips = list((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected 1")
-    zips[0].rename(out / "autograder" / f"{name}-autograder.zip")
+    zip_path = zips[0].rename(out / "autograder" / f"{name}-autograder.zip")
+    with zipfile.ZipFile(zip_path, "a") as archive:  # for pip users; Gradescope reads environment.yml
+        archive.writestr("requirements.txt", "\n".join([f"{OTTER_PIN.replace('==', '[grading]==')}", *pinned]) + "\n")
+    portable_student_notebook(name, out / "student")
+    (out / "student" / "requirements.txt").write_text("\n".join([*pinned, OTTER_PIN]) + "\n")
     return out
 
 
-def build(name: str, dist: Path) -> list[str]:
+def tests_folder(name: str) -> str:
+    """Where the student notebook keeps its public tests (one folder per assignment: no clashes)."""
+    return f"{name}-tests"
+
+
+def portable_student_notebook(name: str, student: Path) -> None:
+    """Make ``student/NAME.ipynb`` work under any file name, in JupyterLab or on Colab.
+
+    ``otter assign`` writes the public tests to ``student/tests/`` and an init cell
+    that names the notebook file. Here the tests move *into* the notebook: a first
+    cell (tagged ``otter_ignore``, so grading never runs it) writes them to
+    ``NAME-tests/`` next to the notebook and, on Colab, installs otter; the init
+    cell reads them from there and no longer names the file, and the export cell
+    exports the newest notebook of this assignment in the folder.
+    """
+    path = student / f"{name}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
+    tests = {test.name: test.read_text() for test in sorted((student / "tests").glob("*.py"))}
+    folder = tests_folder(name)
+    marker = f'"assignment_name": "{name}"'
+    lines = [
+        f"# Run this cell first. It saves the public tests into {folder}/ next to this notebook,",
+        "# where grader.check finds them whatever the notebook is called (JupyterLab or Colab).",
+        "import pathlib",
+        "import sys",
+        "",
+        'if "google.colab" in sys.modules:',
+        f"    %pip install --quiet {OTTER_PIN}",
+        "",
+        "PUBLIC_TESTS = {",
+        *(f"    {file!r}: {text!r}," for file, text in tests.items()),
+        "}",
+        f'pathlib.Path("{folder}").mkdir(exist_ok=True)',
+        "for _file, _text in PUBLIC_TESTS.items():",
+        f'    pathlib.Path("{folder}", _file).write_text(_text)',
+        "",
+        "",
+        "def this_notebook():",
+        f'    """The newest notebook in this folder that belongs to {name} (whatever its name)."""',
+        f"    mine = [p for p in pathlib.Path().glob('*.ipynb') if {marker!r} in p.read_text(errors='ignore')]",
+        "    return str(max(mine, key=lambda p: p.stat().st_mtime)) if mine else None",
+    ]
+    setup = nbformat.v4.new_code_cell("\n".join(lines), metadata={**LOCKED, "tags": ["otter_ignore"]})
+    init = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code" and "otter.Notebook(" in cell.source]
+    if len(init) != 1:
+        raise RuntimeError(f"{name}: expected one otter init cell in the student notebook, found {len(init)}")
+    notebook.cells[
+        init[0]
+    ].source = f'# Initialize Otter\nimport otter\n\ngrader = otter.Notebook(tests_dir="{folder}")'
+    exports = [cell for cell in notebook.cells if cell.cell_type == "code" and "grader.export(" in cell.source]
+    for cell in exports:
+        cell.source = cell.source.replace("grader.export(", "grader.export(this_notebook(), ")
+    notebook.cells.insert(init[0], setup)
+    nbformat.write(notebook, path)
+    shutil.rmtree(student / "tests")
+
+
+def build(name: str, dist: Path, package: Path) -> list[str]:
     """Assign one homework and check its student version; return the leak findings."""
     master = master_notebook(name)
-    out = assign(master, name, dist)
+    out = assign(master, name, dist, package)
     return find_leaks(master, out / "student")
 
 
@@ -84,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(names) - set(assignment_names()))
     if unknown:
         parser.error(f"no master homework/NAME/NAME.md for: {', '.join(unknown)}")
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        results = dict(zip(names, pool.map(lambda name: _try_build(name, args.dist), names), strict=True))
+    with tempfile.TemporaryDirectory(prefix="grpo-core-") as scratch:
+        package = package_grpo_core(Path(scratch))
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            built = pool.map(lambda name: _try_build(name, args.dist, package), names)
+            results = dict(zip(names, built, strict=True))
     failed = False
     for name, problems in results.items():
         print(f"{name}: {'ok' if not problems else 'FAILED'} -> {args.dist / name}")
@@ -95,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _try_build(name: str, dist: Path) -> list[str]:
+def _try_build(name: str, dist: Path, package: Path) -> list[str]:
     try:
-        return [f"leak: {finding}" for finding in build(name, dist)]
+        return [f"leak: {finding}" for finding in build(name, dist, package)]
     except RuntimeError as error:
         return [str(error)]
 

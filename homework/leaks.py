@@ -17,7 +17,9 @@ So the secrets are read from the master independently of the raw cells:
 Lines the master shows students anyway (prompt code, public tests, prose) and
 lines too short to identify anything are not secrets. The student directory
 written by ``otter assign`` must then contain none of the secret lines and none
-of otter's markers, and its notebook metadata must hold no hidden test case.
+of otter's markers, and no test it ships — in the notebook's metadata, in a test
+file, or embedded in a cell as the student notebook carries its public tests — may
+be a hidden one.
 """
 
 from __future__ import annotations
@@ -129,8 +131,65 @@ def master_secrets(master: nbformat.NotebookNode) -> tuple[set[str], set[str]]:
     return keep(solutions), keep(hidden)
 
 
+def _test_cases(text: str) -> list[dict] | None:
+    """The cases of an otter test file's source (``test = {...}``), or None if ``text`` is not one."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(target, "id", None) == "test" for target in node.targets):
+            try:
+                test = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if isinstance(test, dict):
+                return [case for suite in test.get("suites", []) for case in suite.get("cases", [])]
+    return None
+
+
+def _without_magic(line: str) -> str:
+    """An IPython magic or shell line as ``pass`` (same indentation), so the cell parses as Python."""
+    stripped = line.lstrip()
+    return line[: len(line) - len(stripped)] + "pass" if stripped.startswith(("%", "!")) else line
+
+
+def _embedded_test_files(source: str) -> dict[str, list[dict]]:
+    """Otter test files held as string constants in a code cell (the student notebook ships its public tests so)."""
+    try:
+        tree = ast.parse("\n".join(_without_magic(line) for line in _lines(source)))
+    except SyntaxError:
+        return {}
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "test" in node.value:
+            cases = _test_cases(node.value)
+            if cases is not None:
+                found[f"embedded test {len(found)}"] = cases
+    return found
+
+
+def _test_files(student_dir: Path) -> dict[str, list[dict]]:
+    """Every otter test a student receives: metadata tests, test files, tests embedded in cells."""
+    found: dict[str, list[dict]] = {}
+    for path in sorted(p for p in student_dir.rglob("*") if p.is_file()):
+        if path.suffix == ".py" and (cases := _test_cases(path.read_text(errors="replace"))) is not None:
+            found[str(path.relative_to(student_dir))] = cases
+        if path.suffix != ".ipynb":
+            continue
+        notebook = nbformat.read(path, as_version=4)
+        for name, test in notebook.metadata.get("otter", {}).get("tests", {}).items():
+            suites = test.get("suites", []) if isinstance(test, dict) else []
+            found[f"{path.name} metadata test {name}"] = [case for suite in suites for case in suite.get("cases", [])]
+        for index, cell in enumerate(notebook.cells):
+            if cell.cell_type == "code":
+                for where, cases in _embedded_test_files(cell.source).items():
+                    found[f"{path.name} cell {index} {where}"] = cases
+    return found
+
+
 def _student_texts(student_dir: Path) -> dict[str, list[str]]:
-    """Every line a student receives, by where it appears (cell, metadata test, file)."""
+    """Every line a student receives, by where it appears (cell, test case, file)."""
     texts: dict[str, list[str]] = {}
     for path in sorted(p for p in student_dir.rglob("*") if p.is_file()):
         if path.suffix != ".ipynb":
@@ -139,25 +198,19 @@ def _student_texts(student_dir: Path) -> dict[str, list[str]]:
         notebook = nbformat.read(path, as_version=4)
         for index, cell in enumerate(notebook.cells):
             texts[f"{path.name} cell {index}"] = _lines(cell.source)
-        tests = notebook.metadata.get("otter", {}).get("tests", {})
-        for name, test in tests.items():
-            for suite in test.get("suites", []) if isinstance(test, dict) else []:
-                for number, case in enumerate(suite.get("cases", [])):
-                    where = f"{path.name} metadata test {name} case {number}"
-                    texts[where] = [DOCTEST_PROMPT.sub("", line) for line in _lines(case.get("code", ""))]
         texts[f"{path.name} metadata"] = json.dumps(notebook.metadata, indent=1).splitlines()
+    for where, cases in _test_files(student_dir).items():
+        for number, case in enumerate(cases):
+            texts[f"{where} case {number}"] = [DOCTEST_PROMPT.sub("", line) for line in _lines(case.get("code", ""))]
     return texts
 
 
-def _hidden_cases_in_metadata(student_dir: Path) -> list[str]:
-    found = []
-    for path in sorted(student_dir.rglob("*.ipynb")):
-        tests = nbformat.read(path, as_version=4).metadata.get("otter", {}).get("tests", {})
-        for name, test in tests.items():
-            for suite in test.get("suites", []) if isinstance(test, dict) else []:
-                if any(case.get("hidden") for case in suite.get("cases", [])):
-                    found.append(f"{path.name}: metadata of {name} holds a hidden test case")
-    return found
+def _hidden_cases(student_dir: Path) -> list[str]:
+    return [
+        f"{where}: holds a hidden test case"
+        for where, cases in _test_files(student_dir).items()
+        if any(case.get("hidden") for case in cases)
+    ]
 
 
 def find_leaks(master: nbformat.NotebookNode, student_dir: str | Path) -> list[str]:
@@ -166,7 +219,7 @@ def find_leaks(master: nbformat.NotebookNode, student_dir: str | Path) -> list[s
     if not any(student_dir.rglob("*.ipynb")):
         return [f"{student_dir}: no student notebook found"]
     solutions, hidden = master_secrets(master)
-    findings = _hidden_cases_in_metadata(student_dir)
+    findings = _hidden_cases(student_dir)
     for where, lines in _student_texts(student_dir).items():
         for number, line in enumerate(lines, start=1):
             text = _normal(line)
