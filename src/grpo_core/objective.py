@@ -8,15 +8,38 @@ version, with a mean over each completion's tokens, is
 
 from __future__ import annotations
 
-from grpo_core._validate import nonnegative
-from grpo_core.clipping import clipped_surrogate, importance_ratio
-from grpo_core.kl import kl_k3
+from grpo_core._validate import choice, finite_array, nonnegative, same_shape
+from grpo_core.clipping import _ratio, _surrogate, clip_range, delta_cap
+from grpo_core.kl import _k3_of, _k3_plus_of
+
+KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
 
 
-def clip_objective(logp, old_logp, advantages, eps_low: float = 0.2, eps_high: float | None = None):
-    r"""Eq. (7) with one action per sample: :math:`\frac1G\sum_i \min(r_i\hat A_i,\ \mathrm{clip}(r_i)\hat A_i)`."""
-    ratio = importance_ratio(logp, old_logp)
-    return clipped_surrogate(ratio, advantages, eps_low, eps_high).mean()
+def _kl_term(estimator: str, log_rho, ratio):
+    """The per-sample KL term that enters the loss, from log ρ = log π_ref - log π_θ:
+    k3 (eq. 8), r·k3 (``"k3_ratio"``) or k3 with k2's gradient (``"k3_plus"``)."""
+    if estimator == "k3_plus":
+        return _k3_plus_of(log_rho)
+    k3 = _k3_of(log_rho)
+    return ratio * k3 if estimator == "k3_ratio" else k3
+
+
+def _samples(**named):
+    arrays = {name: finite_array(value, name) for name, value in named.items()}
+    same_shape(**arrays)
+    return tuple(arrays.values())
+
+
+def clip_objective(
+    logp, old_logp, advantages, eps_low: float = 0.2, eps_high: float | None = None, delta: float | None = None
+):
+    r"""Eq. (7) with one action per sample: :math:`\frac1G\sum_i \min(r_i\hat A_i,\ \mathrm{clip}(r_i)\hat A_i)`.
+
+    ``delta`` caps the unclipped branch as in :func:`grpo_core.clipping.clipped_surrogate`.
+    """
+    logp, old_logp, advantages = _samples(logp=logp, old_logp=old_logp, advantages=advantages)
+    low, high = clip_range(eps_low, eps_high)
+    return _surrogate(_ratio(logp, old_logp), advantages, low, high, delta_cap(delta, high)).mean()
 
 
 def grpo_objective(
@@ -27,6 +50,8 @@ def grpo_objective(
     eps_low: float = 0.2,
     eps_high: float | None = None,
     beta: float = 0.04,
+    kl_estimator: str = "k3",
+    delta: float | None = None,
 ):
     r"""Eq. (9): :math:`\mathcal J_\mathrm{GRPO} = \mathcal J_\mathrm{clip} - \beta\,\mathbb E[\hat D_\mathrm{KL}]`.
 
@@ -37,7 +62,21 @@ def grpo_objective(
     eq. (3). The KL term is the k3 estimator of eq. (8), inside the objective
     (not folded into the reward). NumPy in, a float out; torch in, a scalar
     tensor out, differentiable in ``logp``. This is to be *maximised*.
+
+    ``kl_estimator`` picks the KL term: ``"k3"`` (eq. 8), ``"k3_ratio"``
+    (:math:`r_i k_3`, TRL's ``use_bias_correction_kl``, see
+    :func:`grpo_core.kl.kl_k3_ratio`) or ``"k3_plus"`` (k3's value, k2's
+    gradient, :func:`grpo_core.kl.kl_k3_plus`); ``delta`` caps the unclipped
+    branch (:func:`grpo_core.clipping.clipped_surrogate`). With one action per
+    sample the token and the sequence ratio coincide.
     """
+    logp, old_logp, ref_logp, advantages = _samples(
+        logp=logp, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages
+    )
+    low, high = clip_range(eps_low, eps_high)
+    delta = delta_cap(delta, high)
     beta = nonnegative(beta, "beta")
-    surrogate = clip_objective(logp, old_logp, advantages, eps_low, eps_high)
-    return surrogate - beta * kl_k3(logp, ref_logp).mean()
+    choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
+    ratio = _ratio(logp, old_logp)
+    surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
+    return surrogate - beta * _kl_term(kl_estimator, ref_logp - logp, ratio).mean()
