@@ -25,7 +25,7 @@ def _clamped(log_ratio):
 
 
 def _ratio(logp, old_logp):
-    """Eq. (6): r = exp(log π_θ - log π_θ_old)."""
+    """Eq. (6): r = exp(log π_θ - log π_θ_old), the log-ratio clamped."""
     return namespace(logp).exp(_clamped(logp - old_logp))
 
 
@@ -90,10 +90,11 @@ def sequence_importance_ratio(logps, old_logps, mask):
 
 def _sequence_ratio(logps, old_logps, keep):
     """The kernel of :func:`sequence_importance_ratio`; ``keep`` is the boolean mask."""
-    torch = namespace(logps)
-    log_ratio = torch.where(keep, logps - old_logps, 0.0)
+    from grpo_core.token_loss import _masked_log_ratio
+
+    log_ratio = _masked_log_ratio(logps, old_logps, keep, "logps - old_logps", clamp=False)
     mean = log_ratio.sum(-1, keepdim=True) / keep.sum(-1, keepdim=True).clamp(min=1)
-    return torch.exp(_clamped(mean))
+    return namespace(logps).exp(_clamped(mean))
 
 
 def clipped_surrogate(

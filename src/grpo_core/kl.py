@@ -36,13 +36,12 @@ from grpo_core.clipping import _clamped, _ratio
 
 
 def _k3_of(log_rho):
-    """k3 = ρ - log ρ - 1 from log ρ, with ``expm1`` so that it is exactly 0 where the log-probs agree."""
-    log_rho = _clamped(log_rho)
+    """k3 = ρ - log ρ - 1 from the (clamped) log ρ, with ``expm1``: exactly 0 where the log-probs agree."""
     return namespace(log_rho).expm1(log_rho) - log_rho
 
 
 def _k3(logp, ref_logp):
-    return _k3_of(ref_logp - logp)
+    return _k3_of(_clamped(ref_logp - logp))
 
 
 def _k2(logp, ref_logp):
@@ -98,16 +97,16 @@ def kl_k3_ratio(logp, ref_logp, old_logp):
 
 
 def _k3_plus_of(log_rho):
-    """k3's value, k2's gradient (straight-through), from log ρ."""
+    """k3's value, k2 = (log ρ)²/2's gradient (straight-through), from the (clamped) log ρ."""
     k3 = _k3_of(log_rho)
     if not is_torch(k3):
         return k3
-    k2 = 0.5 * _clamped(log_rho) ** 2  # gradient -log ρ = logp - ref_logp, 0 beyond the clamp as for k3
+    k2 = 0.5 * log_rho**2
     return (k2 - k2.detach()) + k3.detach()
 
 
 def _k3_plus(logp, ref_logp):
-    return _k3_plus_of(ref_logp - logp)
+    return _k3_plus_of(_clamped(ref_logp - logp))
 
 
 def kl_k3_plus(logp, ref_logp):

@@ -9,14 +9,14 @@ version, with a mean over each completion's tokens, is
 from __future__ import annotations
 
 from grpo_core._validate import choice, finite_array, nonnegative, same_shape
-from grpo_core.clipping import _ratio, _surrogate, clip_range, delta_cap
+from grpo_core.clipping import _clamped, _ratio, _surrogate, clip_range, delta_cap
 from grpo_core.kl import _k3_of, _k3_plus_of
 
 KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
 
 
 def _kl_term(estimator: str, log_rho, ratio):
-    """The per-sample KL term that enters the loss, from log ρ = log π_ref - log π_θ:
+    """The per-sample KL term that enters the loss, from the clamped log ρ = log π_ref - log π_θ:
     k3 (eq. 8), r·k3 (``"k3_ratio"``) or k3 with k2's gradient (``"k3_plus"``)."""
     if estimator == "k3_plus":
         return _k3_plus_of(log_rho)
@@ -79,4 +79,4 @@ def grpo_objective(
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
     ratio = _ratio(logp, old_logp)
     surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
-    return surrogate - beta * _kl_term(kl_estimator, ref_logp - logp, ratio).mean()
+    return surrogate - beta * _kl_term(kl_estimator, _clamped(ref_logp - logp), ratio).mean()

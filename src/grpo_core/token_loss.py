@@ -39,10 +39,12 @@ metric are bit for bit the same.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from grpo_core._validate import all_finite, choice, finite_array, nonnegative, positive_int
-from grpo_core.clipping import _clamped, _surrogate, clip_range, delta_cap
+from grpo_core.clipping import LOG_RATIO_BOUND, _clamped, _surrogate, clip_range, delta_cap
 from grpo_core.objective import KL_ESTIMATORS, _kl_term
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
@@ -110,16 +112,24 @@ def _checked_batch(logps, old_logps, ref_logps, advantages, mask, *, allow_empty
     return logps, old_logps, ref_logps, advantages, (mask, keep, lengths)
 
 
-def _masked_log_ratio(top, bottom, keep, names: str):
-    """``top - bottom`` where the mask is 1, exactly 0 elsewhere; raises if an unmasked entry is not finite."""
+def _masked_log_ratio(top, bottom, keep, names: str, *, clamp: bool = True):
+    """``top - bottom`` where the mask is 1, exactly 0 elsewhere, clamped to ±``LOG_RATIO_BOUND`` if ``clamp``.
+
+    One read-only pass (``aminmax``) both checks the unmasked entries finite
+    and tells whether the clamp can change anything; when it cannot (the usual
+    case) the clamp, a no-op, is skipped with its backward pass.
+    """
     log_ratio = torch.where(keep, top - bottom, 0.0)
-    if not all_finite(log_ratio):
+    smallest, largest = (float(v) for v in torch.aminmax(log_ratio.detach()))
+    if not (math.isfinite(smallest) and math.isfinite(largest)):
         first, second = names.split(" - ")
         for tensor, name in ((top, first), (bottom, second)):
             if not all_finite(torch.where(keep, tensor.detach(), 0.0)):
                 raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
         raise ValueError(f"{names} overflows the float range where mask is 1")
-    return log_ratio
+    if not clamp or (-LOG_RATIO_BOUND <= smallest and largest <= LOG_RATIO_BOUND):
+        return log_ratio
+    return _clamped(log_ratio)
 
 
 def _tokens_per_row(flags: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -219,18 +229,20 @@ def grpo_token_loss(
         if num_items < int(num_tokens):
             raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
 
-    log_ratio = _masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps")
-    if importance_sampling_level == "sequence":
-        log_ratio = log_ratio.sum(-1, keepdim=True) / lengths.unsqueeze(-1)
-    ratio = torch.exp(_clamped(log_ratio))  # eq. (6): (B, T), or (B, 1) for the sequence ratio
+    sequence = importance_sampling_level == "sequence"
+    log_ratio = _masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps", clamp=not sequence)
+    if sequence:  # GSPO: the mean log-ratio of each completion, then clamped
+        log_ratio = _clamped(log_ratio.sum(-1, keepdim=True) / lengths.unsqueeze(-1))
+    ratio = torch.exp(log_ratio)  # eq. (6): (B, T), or (B, 1) for the sequence ratio
     adv = advantages.to(ratio.dtype).unsqueeze(-1)  # Â_i on every token of completion i
-    per_token = -_surrogate(ratio, adv, low, high, delta).expand(shape)
+    surrogate = _surrogate(ratio, adv, low, high, delta).expand(shape)
+    per_token = -surrogate
     metrics: dict[str, float] = {}
     if ref_logps is not None:
         log_rho = _masked_log_ratio(ref_logps.detach(), logps, keep, "ref_logps - logps")
         kl = _kl_term(kl_estimator, log_rho, ratio)  # 0 at masked positions
         if beta > 0:
-            per_token = per_token + beta * kl
+            per_token = (beta * kl).sub_(surrogate)  # β·KL - surrogate, the same bits as -surrogate + β·KL
         with torch.no_grad():
             metrics["kl"] = float(kl.sum() / num_tokens)
 
