@@ -84,7 +84,7 @@ def sequence_importance_ratio(logps, old_logps, mask):
     """
     from grpo_core.token_loss import _checked_batch  # torch only when asked for
 
-    logps, old_logps, _, keep, _ = _checked_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
+    logps, old_logps, _, _, (_, keep, _) = _checked_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
     return _sequence_ratio(logps, old_logps, keep)
 
 
