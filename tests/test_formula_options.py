@@ -133,7 +133,7 @@ def test_gradcheck_of_the_new_functions():
     for estimator in ("k3", "k3_ratio"):
         for level in ("token", "sequence"):
             assert torch.autograd.gradcheck(
-                lambda x: grpo_token_loss(
+                lambda x, estimator=estimator, level=level: grpo_token_loss(
                     x, old, ref, adv, mask, beta=0.3, kl_estimator=estimator, importance_sampling_level=level
                 )[0],
                 (logp,),

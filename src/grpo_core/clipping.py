@@ -76,7 +76,8 @@ def importance_ratio(logp, old_logp):
 def sequence_importance_ratio(logps, old_logps, mask):
     r"""GSPO's sequence ratio (TRL's ``importance_sampling_level="sequence"``), shape ``(B, 1)``.
 
-    :math:`s_i = \exp\big(\sum_t m_{i,t}(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})_{i,t} / \max(\sum_t m_{i,t}, 1)\big)`,
+    :math:`s_i = \exp\big(\sum_t m_{i,t}\,\delta_{i,t} / \max(\sum_t m_{i,t}, 1)\big)` with
+    :math:`\delta_{i,t} = \log\pi_\theta - \log\pi_{\theta_\mathrm{old}}` of token t,
     the geometric mean of completion i's token ratios. ``logps``, ``old_logps``
     and ``mask`` (bool or 0/1) have shape ``(B, T)``; values at masked
     positions are never read (they may even be NaN). The mean log-ratio is

@@ -90,7 +90,8 @@ def kl_k3_ratio(logp, ref_logp, old_logp):
     TRL 1.16.0's ``use_bias_correction_kl=True`` (``per_token_kl * coef_1``,
     the *unclipped* ratio, gradient through both factors). For samples drawn
     from :math:`\pi_{\theta_\mathrm{old}}`,
-    :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)] = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
+    :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)]
+    = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
     """
     logp, ref_logp, old_logp = _log_probs(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
     return _ratio(logp, old_logp) * _k3(logp, ref_logp)

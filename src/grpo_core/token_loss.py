@@ -127,7 +127,7 @@ def _masked_log_ratio(top, bottom, keep, names: str, *, clamp: bool = True):
             if not all_finite(torch.where(keep, tensor.detach(), 0.0)):
                 raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
         raise ValueError(f"{names} overflows the float range where mask is 1")
-    if not clamp or (-LOG_RATIO_BOUND <= smallest and largest <= LOG_RATIO_BOUND):
+    if not clamp or (smallest >= -LOG_RATIO_BOUND and largest <= LOG_RATIO_BOUND):
         return log_ratio
     return _clamped(log_ratio)
 
