@@ -85,7 +85,7 @@ def kl_k3(logp, ref_logp):
 
 
 def kl_k3_ratio(logp, ref_logp, old_logp):
-    r"""k3 weighted by the importance ratio of eq. (6): :math:`r\,k_3`, :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}`.
+    r"""k3 times the importance ratio of eq. (6): :math:`r\,k_3`, :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}`.
 
     TRL 1.16.0's ``use_bias_correction_kl=True`` (``per_token_kl * coef_1``,
     the *unclipped* ratio, gradient through both factors). For samples drawn
