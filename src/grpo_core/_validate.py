@@ -107,6 +107,15 @@ def all_finite(x) -> bool:
         return bool(np.isfinite(x.sum())) or bool(np.isfinite(x).all())
 
 
+def overflow_checked(compute, what: str):
+    """``compute()`` with float overflow silenced, refused with a ``ValueError`` naming ``what`` if it overflowed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = compute()
+    if not all_finite(np.asarray(result)):
+        raise ValueError(f"{what} exceeds the float64 range")
+    return result
+
+
 def same_shape(**arrays) -> None:
     """Raise if the named arrays mix NumPy and torch, or differ in shape."""
     kinds = {name: "torch.Tensor" if is_torch(a) else "numpy array" for name, a in arrays.items()}
@@ -179,9 +188,9 @@ def positive_int(value, name: str, *, minimum: int = 1, maximum: int | None = No
     return int(value)
 
 
-def seed(value, name: str = "seed") -> int:
-    """A seed for ``numpy.random.default_rng`` / ``torch.Generator.manual_seed``: an integer in [0, 2**63)."""
-    return positive_int(value, name, minimum=0, maximum=2**63 - 1)
+def seed_value(value, name: str = "seed") -> int:
+    """A seed for ``numpy.random.default_rng`` / ``torch.Generator.manual_seed``: an integer in [0, 2**64)."""
+    return positive_int(value, name, minimum=0, maximum=2**64 - 1)
 
 
 def boolean(value, name: str) -> bool:

@@ -38,15 +38,16 @@ import numpy as np
 
 from grpo_core._validate import (
     choice,
-    finite_array,
     nonnegative,
+    numpy_array,
     positive,
     positive_int,
     probabilities,
     same_shape,
+    seed_value,
 )
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages
-from grpo_core.clipping import clip_masks
+from grpo_core.clipping import LOG_RATIO_BOUND, _clip_masks, _ratio, clip_range
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
@@ -59,18 +60,34 @@ ADVANTAGES = {
 }
 
 
-def softmax(logits) -> np.ndarray:
-    """π_θ = softmax(θ) over the last axis, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+def _logits(logits, name: str) -> np.ndarray:
+    """Policy logits θ, shape (K,) or (prompts, K), as float64."""
+    return numpy_array(logits, name, ndim=(1, 2))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
     shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-def log_softmax(logits) -> np.ndarray:
-    """log π_θ, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
+def _log_softmax(logits: np.ndarray, name: str) -> np.ndarray:
     shifted = logits - logits.max(axis=-1, keepdims=True)
+    if not np.isfinite(shifted).all():
+        raise ValueError(
+            f"{name}: log π overflows float64, the spread max - min of the logits exceeds 1.8e308 "
+            f"(got {float(np.ptp(logits, axis=-1).max()) if np.isfinite(np.ptp(logits)) else 'inf'})"
+        )
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def softmax(logits) -> np.ndarray:
+    """π_θ = softmax(θ) over the last axis, computed stably."""
+    return _softmax(_logits(logits, "logits"))
+
+
+def log_softmax(logits) -> np.ndarray:
+    """log π_θ, computed stably; logits whose spread exceeds the float64 range are refused (log π would be -inf)."""
+    return _log_softmax(_logits(logits, "logits"), "logits")
 
 
 def _generator(rng) -> np.random.Generator:
@@ -81,7 +98,7 @@ def _generator(rng) -> np.random.Generator:
 
 def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
     """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
-    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
+    probs = numpy_array(probs, "probs", ndim=(1,))
     if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
         raise ValueError("probs must be nonnegative and sum to 1")
     group_size = positive_int(group_size, "group_size")
@@ -90,7 +107,7 @@ def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray
 
 def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
     """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    table = numpy_array(reward_table, "reward_table", ndim=(1,))
     return table[_actions(actions, table.size)]
 
 
@@ -100,7 +117,7 @@ def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
     What a critic would have to learn; the group mean (eq. 5) estimates it.
     """
     probs = np.asarray(probabilities(probs, "probs"), dtype=float)
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    table = numpy_array(reward_table, "reward_table", ndim=(1,))
     if table.shape != probs.shape[-1:]:
         raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
     return probs @ table
@@ -123,20 +140,33 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     ``old_logp`` and ``ref_logp`` are log π_θ_old(a_i) and log π_ref(a_i) of the
     sampled actions; returns the gradient with the shape of ``logits`` (K,).
     """
-    log_probs = log_softmax(finite_array(logits, "logits", ndim=(1,)))
-    probs = np.exp(log_probs)
-    actions = _actions(actions, probs.size)
+    log_probs = _log_softmax(numpy_array(logits, "logits", ndim=(1,)), "logits")
+    actions = _actions(actions, log_probs.size)
     old_logp, ref_logp, advantages = (
-        np.asarray(finite_array(value, name, ndim=(1,)), dtype=float)
+        numpy_array(value, name, ndim=(1,))
         for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
     )
     same_shape(actions=actions, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
-    logp = log_probs[actions]
+    low, high = clip_range(eps_low, eps_high)
     beta = nonnegative(beta, "beta")
-    ratio = np.exp(logp - old_logp)
-    low, high = clip_masks(ratio, advantages, eps_low, eps_high)
-    ref_ratio = np.exp(ref_logp - logp)
-    coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
+    return _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta)
+
+
+def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta) -> np.ndarray:
+    """The kernel: c_i = [not clipped] Â_i r_i - β (1 - ρ_i); (Σ c_i e_{a_i} - π Σ c_i) / G.
+
+    Where a log-ratio lies beyond the clamp of ±20 (grpo_core.clipping), its
+    factor is a constant and contributes no gradient, exactly as autograd sees it.
+    """
+    probs = np.exp(log_probs)
+    logp = log_probs[actions]
+    ratio = _ratio(logp, old_logp)
+    clipped_low, clipped_high = _clip_masks(ratio, advantages, low, high)
+    surrogate = np.where(clipped_low | clipped_high, 0.0, advantages * ratio)
+    surrogate[np.abs(logp - old_logp) > LOG_RATIO_BOUND] = 0.0
+    ref_ratio = _ratio(ref_logp, logp)
+    kl = np.where(np.abs(ref_logp - logp) > LOG_RATIO_BOUND, 0.0, 1.0 - ref_ratio)
+    coef = surrogate - beta * kl
     return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
 
 
@@ -231,26 +261,30 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     """
     if not isinstance(config, GRPOConfig):
         raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-    old_log_probs = log_softmax(logits)
-    ref_log_probs = log_softmax(ref_logits)
+    old_log_probs = _log_softmax(numpy_array(logits, "logits", ndim=(1,)), "logits")
+    ref_log_probs = _log_softmax(numpy_array(ref_logits, "ref_logits", ndim=(1,)), "ref_logits")
     if ref_log_probs.shape != old_log_probs.shape:
         raise ValueError(f"ref_logits must have the shape of logits {old_log_probs.shape}, got {ref_log_probs.shape}")
     actions = _actions(actions, old_log_probs.size)
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != actions.shape:
         raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for actions {actions.shape}")
     advantages = config.advantages(rewards)
     old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
-    theta = np.array(logits, dtype=float)
-    for _ in range(config.inner_epochs):
-        grad = objective_gradient(
-            theta, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
+    theta = numpy_array(logits, "logits").copy()
+    low_bound, high_bound = clip_range(config.eps_low, config.eps_high)
+    for epoch in range(config.inner_epochs):
+        log_probs = _log_softmax(theta, "logits")
+        grad = _objective_gradient(
+            log_probs, actions, old_logp, ref_logp, advantages, low_bound, high_bound, config.beta
         )
         theta += config.lr * grad
-    log_probs = log_softmax(theta)
+        if not np.isfinite(theta).all():
+            raise ValueError(f"config.lr = {config.lr} made the logits overflow at inner epoch {epoch}: lower lr")
+    log_probs = _log_softmax(theta, "logits")
     logp = log_probs[actions]
-    ratios = np.exp(logp - old_logp)
-    low, high = clip_masks(ratios, advantages, config.eps_low, config.eps_high)
+    ratios = _ratio(logp, old_logp)
+    low, high = _clip_masks(ratios, advantages, low_bound, high_bound)
     return StepResult(
         actions=actions,
         rewards=rewards,
@@ -278,23 +312,23 @@ class BanditTrainer(ABC):
     """
 
     def __init__(self, rewards=CHAPTER_REWARDS, seed: int = 0, init_logits=None):
-        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+        self.reward_table = numpy_array(rewards, "rewards", ndim=(1,))
         if self.reward_table.size < 2:
             raise ValueError("rewards must list at least 2 actions")
         self.init_logits = (
             np.zeros_like(self.reward_table)
             if init_logits is None
-            else np.asarray(finite_array(init_logits, "init_logits", ndim=(1,)), dtype=float)
+            else numpy_array(init_logits, "init_logits", ndim=(1,))
         )
         if self.init_logits.shape != self.reward_table.shape:
             raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
-        self.seed = positive_int(seed, "seed", minimum=0)
+        self.seed = seed_value(seed)
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:
         """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared."""
         if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
+            self.seed = seed_value(seed)
         self.logits = self.init_logits.copy()
         self.ref_logits = self.logits.copy()
         self.rng = np.random.default_rng(self.seed)

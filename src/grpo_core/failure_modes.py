@@ -21,13 +21,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int
-from grpo_core.advantages import centered_rewards, zero_std_fraction, zero_std_mask
+from grpo_core._validate import (
+    choice,
+    nonnegative,
+    numpy_array,
+    positive,
+    positive_int,
+    scalar,
+    seed_value,
+    unit_interval,
+)
+from grpo_core.advantages import _centered, _power_of_two, _rewards, zero_std_fraction, zero_std_mask
 from grpo_core.bandit import GRPOConfig, _actions, _generator, log_softmax, objective_gradient, sample_group, softmax
 
 
 def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
-    success_probs = np.asarray(finite_array(success_probs, "success_probs", ndim=ndim), dtype=float)
+    success_probs = numpy_array(success_probs, "success_probs", ndim=ndim)
     if (success_probs < 0).any() or (success_probs > 1).any():
         raise ValueError("success_probs must lie in [0, 1]")
     return success_probs
@@ -55,13 +64,11 @@ def noisy_reward_model(
     ``lucky_reward`` with probability ``lucky_prob``: a bad completion the
     reward model sometimes loves.
     """
-    true_rewards = np.asarray(finite_array(true_rewards, "true_rewards", ndim=(1,)), dtype=float)
+    true_rewards = numpy_array(true_rewards, "true_rewards", ndim=(1,))
     actions = _actions(actions, true_rewards.size)
     noise_std = nonnegative(noise_std, "noise_std")
-    lucky_prob = nonnegative(lucky_prob, "lucky_prob")
-    if lucky_prob > 1:
-        raise ValueError(f"lucky_prob must lie in [0, 1], got {lucky_prob}")
-    lucky_reward = float(finite_array(lucky_reward, "lucky_reward", ndim=(0,)))
+    lucky_prob = unit_interval(lucky_prob, "lucky_prob")
+    lucky_reward = scalar(lucky_reward, "lucky_reward")
     rng = _generator(rng)
     scores = true_rewards[actions] + noise_std * rng.standard_normal(actions.size)
     if lucky_action is not None:
@@ -80,9 +87,12 @@ def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
     to unit scale. Zero-variance groups still give exactly 0 (Property 4.1).
     """
     std_floor = positive(std_floor, "std_floor")
-    centered = centered_rewards(rewards)
-    std = np.asarray(rewards, dtype=float).std(axis=-1, keepdims=True)
-    return centered / np.maximum(std, std_floor)
+    rewards = _rewards(rewards)
+    unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
+    centered = _centered(rewards / unit)
+    with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
+        floor = std_floor / unit
+    return centered / np.maximum(centered.std(axis=-1, keepdims=True), floor)
 
 
 ZERO_STD_HANDLING = ("keep", "mask", "resample")
@@ -150,12 +160,13 @@ class PromptSetGRPO:
         self.max_groups = (
             16 * num_prompts if max_groups is None else positive_int(max_groups, "max_groups", minimum=num_prompts)
         )
-        self.reset(seed)
+        self.seed = seed_value(seed)
+        self.reset()
 
     def reset(self, seed: int | None = None) -> None:
         """Uniform policy on every prompt, π_ref ← π_θ, RNG reseeded, history cleared."""
         if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
+            self.seed = seed_value(seed)
         self.logits = np.zeros_like(self.success_probs)
         self.ref_logits = self.logits.copy()
         self.rng = np.random.default_rng(self.seed)
