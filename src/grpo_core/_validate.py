@@ -16,6 +16,7 @@ import numpy as np
 from grpo_core._backend import is_torch
 
 LOW_PRECISION = ("float16", "bfloat16")
+MAX_COUNT = 10**7  # group sizes, steps, epochs, pairs: far beyond any teaching run, and a loop that ends
 
 
 def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
@@ -111,8 +112,8 @@ def overflow_checked(compute, what: str):
     """``compute()`` with float overflow silenced, refused with a ``ValueError`` naming ``what`` if it overflowed."""
     with np.errstate(over="ignore", invalid="ignore"):
         result = compute()
-    if not all_finite(np.asarray(result)):
-        raise ValueError(f"{what} exceeds the float64 range")
+    if not all_finite(result if is_torch(result) else np.asarray(result)):
+        raise ValueError(f"{what} exceeds the float range")
     return result
 
 
@@ -177,13 +178,13 @@ def unit_interval(value, name: str) -> float:
     return value
 
 
-def positive_int(value, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """An integer >= ``minimum`` (a group size, a number of epochs, a seed), and <= ``maximum`` if given."""
+def positive_int(value, name: str, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An integer in ``[minimum, maximum]`` (a group size, a number of epochs; ``MAX_COUNT`` by default)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    if maximum is not None and value > maximum:
+    if value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return int(value)
 

@@ -40,6 +40,7 @@ from grpo_core._validate import (
     choice,
     nonnegative,
     numpy_array,
+    overflow_checked,
     positive,
     positive_int,
     probabilities,
@@ -99,8 +100,8 @@ def _generator(rng) -> np.random.Generator:
 def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
     """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
     probs = numpy_array(probs, "probs", ndim=(1,))
-    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
-        raise ValueError("probs must be nonnegative and sum to 1")
+    if (probs < 0).any() or (probs > 1).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must lie in [0, 1] and sum to 1")
     group_size = positive_int(group_size, "group_size")
     return _generator(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
 
@@ -149,7 +150,10 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     same_shape(actions=actions, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
     low, high = clip_range(eps_low, eps_high)
     beta = nonnegative(beta, "beta")
-    return _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta)
+    return overflow_checked(
+        lambda: _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta),
+        "the gradient (advantages or beta too large)",
+    )
 
 
 def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta) -> np.ndarray:
@@ -278,8 +282,10 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
         grad = _objective_gradient(
             log_probs, actions, old_logp, ref_logp, advantages, low_bound, high_bound, config.beta
         )
-        theta += config.lr * grad
-        if not np.isfinite(theta).all():
+        with np.errstate(over="ignore", invalid="ignore"):
+            theta += config.lr * grad
+            diverged = not np.isfinite(np.ptp(theta))
+        if diverged:
             raise ValueError(f"config.lr = {config.lr} made the logits overflow at inner epoch {epoch}: lower lr")
     log_probs = _log_softmax(theta, "logits")
     logp = log_probs[actions]

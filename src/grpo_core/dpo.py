@@ -49,12 +49,13 @@ def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.n
     ``temperature = 0`` is the deterministic limit: 1 if :math:`r_a > r_b`, 0 if
     :math:`r_a < r_b`, 1/2 on a tie.
     """
-    with np.errstate(over="ignore"):  # a difference beyond 1.8e308 is ±inf: P is then exactly 0 or 1
-        diff = numpy_array(reward_a, "reward_a") - numpy_array(reward_b, "reward_b")
+    reward_a, reward_b = numpy_array(reward_a, "reward_a"), numpy_array(reward_b, "reward_b")
     temperature = nonnegative(temperature, "temperature")
-    if temperature == 0:
-        return 0.5 * (1.0 + np.sign(diff))
-    return np.exp(-np.logaddexp(0.0, -diff / temperature))
+    with np.errstate(over="ignore"):  # a margin beyond 1.8e308 is ±inf: P is then exactly 0 or 1
+        diff = reward_a - reward_b
+        if temperature == 0:
+            return 0.5 * (1.0 + np.sign(diff))
+        return np.exp(-np.logaddexp(0.0, -diff / temperature))
 
 
 def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generator, temperature: float = 0.0):

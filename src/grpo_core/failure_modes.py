@@ -72,7 +72,7 @@ def noisy_reward_model(
     rng = _generator(rng)
     scores = true_rewards[actions] + noise_std * rng.standard_normal(actions.size)
     if lucky_action is not None:
-        _actions(np.array([lucky_action]), true_rewards.size)
+        positive_int(lucky_action, "lucky_action", minimum=0, maximum=true_rewards.size - 1)
         lucky = (actions == lucky_action) & (rng.random(actions.size) < lucky_prob)
         scores = np.where(lucky, lucky_reward, scores)
     return scores

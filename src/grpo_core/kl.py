@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_core._backend import is_torch, namespace
-from grpo_core._validate import finite_array, probabilities, same_shape
+from grpo_core._validate import finite_array, overflow_checked, probabilities, same_shape
 from grpo_core.clipping import _clamped, _ratio
 
 
@@ -55,22 +55,16 @@ def _log_probs(**named):
     return tuple(arrays.values())
 
 
-def _no_overflow(value, what: str):
-    if not bool(namespace(value).isfinite(value).all()):
-        raise ValueError(f"logp, ref_logp: {what} overflows the float range; the log-probabilities differ by too much")
-    return value
-
-
 def kl_k1(logp, ref_logp):
     r"""k1 = :math:`\log\pi_\theta(o) - \log\pi_\mathrm{ref}(o)`, unbiased, can be negative."""
     logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
-    return _no_overflow(logp - ref_logp, "k1 = logp - ref_logp")
+    return overflow_checked(lambda: logp - ref_logp, "k1 = logp - ref_logp")
 
 
 def kl_k2(logp, ref_logp):
     r"""k2 = :math:`\tfrac12(\log\pi_\mathrm{ref}(o) - \log\pi_\theta(o))^2`, nonnegative, biased."""
     logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
-    return _no_overflow(_k2(logp, ref_logp), "k2 = (logp - ref_logp)**2 / 2")
+    return overflow_checked(lambda: _k2(logp, ref_logp), "k2 = (logp - ref_logp)**2 / 2")
 
 
 def kl_k3(logp, ref_logp):

@@ -8,7 +8,7 @@ version, with a mean over each completion's tokens, is
 
 from __future__ import annotations
 
-from grpo_core._validate import choice, finite_array, nonnegative, same_shape
+from grpo_core._validate import choice, finite_array, nonnegative, overflow_checked, same_shape
 from grpo_core.clipping import _clamped, _ratio, _surrogate, clip_range, delta_cap
 from grpo_core.kl import _k3_of, _k3_plus_of
 
@@ -39,7 +39,10 @@ def clip_objective(
     """
     logp, old_logp, advantages = _samples(logp=logp, old_logp=old_logp, advantages=advantages)
     low, high = clip_range(eps_low, eps_high)
-    return _surrogate(_ratio(logp, old_logp), advantages, low, high, delta_cap(delta, high)).mean()
+    delta = delta_cap(delta, high)
+    return overflow_checked(
+        lambda: _surrogate(_ratio(logp, old_logp), advantages, low, high, delta).mean(), "the mean of r·advantages"
+    )
 
 
 def grpo_objective(
@@ -78,5 +81,9 @@ def grpo_objective(
     beta = nonnegative(beta, "beta")
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
     ratio = _ratio(logp, old_logp)
-    surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
-    return surrogate - beta * _kl_term(kl_estimator, _clamped(ref_logp - logp), ratio).mean()
+
+    def objective():
+        surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
+        return surrogate - beta * _kl_term(kl_estimator, _clamped(ref_logp - logp), ratio).mean()
+
+    return overflow_checked(objective, "the objective (advantages or beta too large)")

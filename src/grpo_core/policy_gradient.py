@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import numpy_array, scalar
+from grpo_core._validate import numpy_array, overflow_checked, scalar
 from grpo_core.bandit import _actions, _softmax
 
 
@@ -43,7 +43,10 @@ def reinforce_gradient(logits, actions, advantages) -> np.ndarray:
     advantages = numpy_array(advantages, "advantages", ndim=(1,))
     if advantages.shape != actions.shape:
         raise ValueError(f"advantages must have one entry per action, got {advantages.shape} for {actions.shape}")
-    return (np.bincount(actions, advantages, minlength=probs.size) - probs * advantages.sum()) / actions.size
+    return overflow_checked(
+        lambda: (np.bincount(actions, advantages, minlength=probs.size) - probs * advantages.sum()) / actions.size,
+        "the sum of the advantages",
+    )
 
 
 def expected_policy_gradient(logits, rewards, baseline: float = 0.0) -> np.ndarray:

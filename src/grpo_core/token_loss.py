@@ -205,7 +205,7 @@ def grpo_token_loss(
     anyway.
     """
     logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = _checked_batch(
-        logps, old_logps, ref_logps, advantages, mask
+        logps, old_logps, ref_logps, _tensor(advantages, "advantages"), mask
     )
     shape = tuple(logps.shape)
     beta = nonnegative(beta, "beta")
@@ -217,14 +217,14 @@ def grpo_token_loss(
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
     choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
     num_tokens = lengths.sum()
-    if loss_type == "dr_grpo":
-        longest = int(lengths.max())
-        max_length = positive_int(
-            shape[1] if max_completion_length is None else max_completion_length, "max_completion_length"
+    max_length = (
+        shape[1] if max_completion_length is None else positive_int(max_completion_length, "max_completion_length")
+    )
+    if loss_type == "dr_grpo" and max_length < int(lengths.max()):
+        raise ValueError(
+            f"max_completion_length must be >= the longest completion ({int(lengths.max())}), got {max_length}"
         )
-        if max_length < longest:
-            raise ValueError(f"max_completion_length must be >= the longest completion ({longest}), got {max_length}")
-    if loss_type == "dapo" and num_items_in_batch is not None:
+    if num_items_in_batch is not None:
         num_items = positive_int(num_items_in_batch, "num_items_in_batch")
         if num_items < int(num_tokens):
             raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
@@ -264,4 +264,6 @@ def grpo_token_loss(
         metrics["clip_ratio/low_mean"] = low_count / tokens
         metrics["clip_ratio/high_mean"] = high_count / tokens
     metrics["loss"] = float(loss.detach())
+    if not math.isfinite(metrics["loss"]):
+        raise ValueError("the loss exceeds the float range: advantages (or beta) too large; rescale them")
     return loss, metrics
