@@ -88,7 +88,8 @@ def test_padding_of_minus_200_does_not_turn_the_loss_into_nan():  # the case of 
     logps = torch.tensor([[-1.0, -1.2, -200.0]], requires_grad=True)
     old = torch.tensor([[-1.1, -1.0, 0.0]])
     loss, metrics = grpo_token_loss(logps, old, old, torch.tensor([1.0]), torch.tensor([[1, 1, 0]]))
-    zero, _ = grpo_token_loss(logps.detach().clone().index_fill_(1, torch.tensor([2]), 0.0), old, old, torch.tensor([1.0]), torch.tensor([[1, 1, 0]]))  # fmt: skip
+    clean = logps.detach().clone().index_fill_(1, torch.tensor([2]), 0.0)
+    zero, _ = grpo_token_loss(clean, old, old, torch.tensor([1.0]), torch.tensor([[1, 1, 0]]))
     assert math.isfinite(float(loss.detach())) and math.isfinite(metrics["kl"])
     assert float(loss.detach()) == float(zero)
 
@@ -99,7 +100,7 @@ def test_non_finite_unmasked_values_are_refused_by_name():
     for position, name in ((0, "logps"), (1, "old_logps"), (2, "ref_logps")):
         args = [ok, ok, ok]
         args[position] = bad
-        with pytest.raises(ValueError, match=f"^{name} must be finite"):
+        with pytest.raises(ValueError, match=rf"^{name} must be finite"):
             grpo_token_loss(*args, torch.ones(1), torch.ones(1, 2))
 
 
@@ -122,7 +123,7 @@ def test_logits_whose_log_softmax_overflows_are_refused_by_name():
     np.testing.assert_array_equal(softmax([1e308, -1e308]), [1.0, 0.0])
     with pytest.raises(ValueError, match="logits"):
         log_softmax([1e308, -1e308])
-    with pytest.raises(ValueError, match="^ref_logits"):
+    with pytest.raises(ValueError, match=r"^ref_logits"):
         grpo_step([0.0, 0.0], [0.0, np.nan], [0, 1], [1.0, 0.0], grpo_core.GRPOConfig(group_size=2))
 
 
@@ -297,10 +298,18 @@ def test_numpy_and_torch_float32_clip_masks_agree_on_the_edge():
         (lambda: importance_ratio(torch.tensor([1 + 1j]), torch.tensor([0j])), TypeError, "logp"),
         (lambda: grpo_core.GRPOConfig(lr=10**400), ValueError, "lr"),
         (lambda: grpo_core.ppo_advantages([0.2, 0.5], 0.1, normalize=1), TypeError, "normalize"),
-        (lambda: grpo_core.noisy_reward_model([0], [0.2, 0.5], np.random.default_rng(0), 0.1, lucky_action=5), ValueError, "lucky_action"),
-        (lambda: grpo_core.noisy_reward_model([0], [0.2, 0.5], np.random.default_rng(0), 0.1, lucky_prob=True), TypeError, "lucky_prob"),
+        (
+            lambda: grpo_core.noisy_reward_model([0], [0.2, 0.5], np.random.default_rng(0), 0.1, lucky_action=5),
+            ValueError,
+            "lucky_action",
+        ),
+        (
+            lambda: grpo_core.noisy_reward_model([0], [0.2, 0.5], np.random.default_rng(0), 0.1, lucky_prob=True),
+            TypeError,
+            "lucky_prob",
+        ),
     ],
-)  # fmt: skip
+)
 def test_wrong_input_raises_the_documented_class_naming_the_argument(call, error, name):
     with pytest.raises((ValueError, TypeError)) as raised:
         call()
@@ -329,8 +338,13 @@ def test_a_policy_that_reached_an_exact_zero_is_a_probability_vector():
 
 @pytest.mark.parametrize(
     ("changes", "name"),
-    [({"adv_ddof": 2}, "adv_ddof"), ({"eps_low": True}, "eps_low"), ({"mask_truncated": 1}, "mask_truncated"), ({"lr": "1e-3"}, "lr")],
-)  # fmt: skip
+    [
+        ({"adv_ddof": 2}, "adv_ddof"),
+        ({"eps_low": True}, "eps_low"),
+        ({"mask_truncated": 1}, "mask_truncated"),
+        ({"lr": "1e-3"}, "lr"),
+    ],
+)
 def test_sequence_config_rejects_at_construction(changes, name):
     with pytest.raises((ValueError, TypeError), match=name):
         SequenceGRPOConfig(**changes)
@@ -348,7 +362,11 @@ TASK = DigitSumTask()
         (lambda: GRUPolicy(TASK).sample(torch.tensor([99]), torch.Generator()), ValueError, "targets"),
         (lambda: GRUPolicy(TASK).sample([3], torch.Generator()), TypeError, "targets"),
         (lambda: GRUPolicy(TASK).sample(torch.tensor([3]), None), TypeError, "generator"),
-        (lambda: GRUPolicy(TASK).sample(torch.tensor([3]), torch.Generator(), temperature=1e-45), ValueError, "temperature"),
+        (
+            lambda: GRUPolicy(TASK).sample(torch.tensor([3]), torch.Generator(), temperature=1e-45),
+            ValueError,
+            "temperature",
+        ),
         (lambda: GRUPolicy(TASK, seed=-1), ValueError, "seed"),
         (lambda: GRUPolicy(TASK, seed=2**64), ValueError, "seed"),
         (lambda: GRUPolicy(TASK, hidden=10**9), ValueError, "hidden"),
@@ -362,7 +380,7 @@ TASK = DigitSumTask()
         (lambda: warm_start(GRUPolicy(TASK), torch.Generator(), noise=1.5), ValueError, "noise"),
         (lambda: SequenceGRPO(GRUPolicy(TASK), seed=None), TypeError, "seed"),
     ],
-)  # fmt: skip
+)
 def test_the_sequence_modules_validate_their_arguments(call, error, name):
     with pytest.raises((ValueError, TypeError)) as raised:
         call()

@@ -272,9 +272,18 @@ def test_token_loss_options_match_trl(batch, length, loss_type, level, estimator
     lengths = data.draw(st.lists(st.integers(1, length), min_size=batch, max_size=batch))
     mask = (torch.arange(length) < torch.tensor(lengths)[:, None]).int()
     ours, metrics = grpo_token_loss(
-        logps, old, ref, adv, mask, eps_low=0.2, beta=beta, loss_type=loss_type,
-        kl_estimator=estimator, delta=delta, importance_sampling_level=level,
-    )  # fmt: skip
+        logps,
+        old,
+        ref,
+        adv,
+        mask,
+        eps_low=0.2,
+        beta=beta,
+        loss_type=loss_type,
+        kl_estimator=estimator,
+        delta=delta,
+        importance_sampling_level=level,
+    )
     (our_grad,) = torch.autograd.grad(ours, logps)
     theirs, trl_metrics = trl_loss(
         logps, old, ref, adv, mask, 0.2, beta, loss_type, level, estimator == "k3_ratio", delta
@@ -314,10 +323,18 @@ def test_one_token_completions_give_minus_the_objective_for_every_option(estimat
     expected = -grpo_objective(logp, old, ref, adv, 0.2, 0.3, 0.1, kl_estimator=estimator, delta=delta)
     for level in ("token", "sequence"):
         loss, _ = grpo_token_loss(
-            torch.tensor(logp[:, None]), torch.tensor(old[:, None]), torch.tensor(ref[:, None]),
-            torch.tensor(adv), torch.ones(4, 1), eps_low=0.2, eps_high=0.3, beta=0.1,
-            kl_estimator=estimator, delta=delta, importance_sampling_level=level,
-        )  # fmt: skip
+            torch.tensor(logp[:, None]),
+            torch.tensor(old[:, None]),
+            torch.tensor(ref[:, None]),
+            torch.tensor(adv),
+            torch.ones(4, 1),
+            eps_low=0.2,
+            eps_high=0.3,
+            beta=0.1,
+            kl_estimator=estimator,
+            delta=delta,
+            importance_sampling_level=level,
+        )
         assert float(loss) == pytest.approx(expected, rel=1e-12)
 
 
