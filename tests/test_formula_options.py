@@ -291,8 +291,9 @@ def test_token_loss_options_match_trl(batch, length, loss_type, level, estimator
     (their_grad,) = torch.autograd.grad(theirs, logps)
     torch.testing.assert_close(ours, theirs, rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(our_grad, their_grad, rtol=1e-9, atol=1e-12)
-    for name, value in trl_metrics.items():
-        assert metrics[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+    assert metrics["kl"] == pytest.approx(trl_metrics["kl"], rel=1e-9, abs=1e-12)
+    for name in ("clip_ratio/low_mean", "clip_ratio/high_mean"):  # token fractions, in float32 as TRL logs them
+        assert metrics[name] == pytest.approx(trl_metrics[name], rel=1e-6, abs=1e-7), name
 
 
 def test_k3_plus_in_the_token_loss_has_the_k3_value_and_the_k2_gradient():

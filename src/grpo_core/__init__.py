@@ -39,9 +39,8 @@ are refused as not finite). Booleans, strings (numeric or not), bytes,
 complex numbers, ``None`` and ragged sequences are never numbers. A scalar knob
 (ε, β, lr, …) is a finite ``int`` or ``float`` (NumPy's too), never a bool;
 counts and seeds are integers (seeds in [0, 2**64)); choices are exact strings;
-flags are bools; random generators are passed explicitly
-(``numpy.random.Generator``, ``torch.Generator``), never drawn from the
-global state.
+flags are bools; random generators are passed explicitly (a NumPy
+``Generator`` or a torch ``Generator``), never drawn from the global state.
 
 **What comes back.** Element-wise formulas (``clipping``, ``kl``,
 ``objective``) return the backend they were given: NumPy in, NumPy out;

@@ -259,10 +259,9 @@ def grpo_token_loss(
     with torch.no_grad():
         low_count = (_tokens_per_row(ratio < low, lengths) * (advantages < 0)).sum()
         high_count = (_tokens_per_row(ratio > high, lengths) * (advantages > 0)).sum()
-        low_count, high_count, tokens = int(low_count), int(high_count), int(num_tokens)
-        metrics["clip_ratio/region_mean"] = (low_count + high_count) / tokens
-        metrics["clip_ratio/low_mean"] = low_count / tokens
-        metrics["clip_ratio/high_mean"] = high_count / tokens
+        metrics["clip_ratio/region_mean"] = float((low_count + high_count) / num_tokens)  # float32, as TRL logs it
+        metrics["clip_ratio/low_mean"] = float(low_count / num_tokens)
+        metrics["clip_ratio/high_mean"] = float(high_count / num_tokens)
     metrics["loss"] = float(loss.detach())
     if not math.isfinite(metrics["loss"]):
         raise ValueError("the loss exceeds the float range: advantages (or beta) too large; rescale them")
