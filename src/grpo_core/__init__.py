@@ -76,9 +76,11 @@ equation.
 * Advantages are scale-safe: rewards are divided by an exact power of two
   before they are centred, which changes no result that did not overflow,
   so any finite rewards give finite, correct Â (``[1e200, 0]`` gives ±1,
-  ``[1e308, 1e308, 0]`` gives ``[1/√2, 1/√2, −√2]``). Centring subtracts the
-  group's first reward before the mean, so rewards sharing a large offset
-  (1e8 + small differences) keep full precision. A zero-variance group gives
+  ``[1e308, 1e308, 0]`` gives ``[1/√2, 1/√2, −√2]``). Rewards sharing an
+  offset more than 2**20 times their spread (1e8 + small differences) lose
+  it exactly before the mean is taken, so they keep full precision; other
+  groups are centred as ``R - mean(R)``, bit for bit as before (relative
+  error below ~1e-10 of the spread). A zero-variance group gives
   Â = 0 exactly, in any dtype (``[0.97] * 14`` in float32 included).
 * Probabilities may hold exact zeros where a policy legitimately reached
   them (0 log 0 = 0 in the KL and the entropy).

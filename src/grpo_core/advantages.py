@@ -34,17 +34,31 @@ def _power_of_two(values, axis) -> np.ndarray:
     return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
 
 
-def _centered(scaled) -> np.ndarray:
-    """``R - mean(R)`` per group of (scaled) rewards, computed as ``d - mean(d)`` with ``d = R - R_0``.
+OFFSET_RATIO = 2.0**20  # below it, the mean's rounding costs at most ~1e-10 of the spread
 
-    ``d`` is exact when the rewards share a large offset (1e8 + small
-    differences), so the mean no longer rounds at the offset's precision.
+
+def _offset_removed(scaled) -> np.ndarray:
+    """The (scaled) rewards minus their group's first reward where it exceeds ``OFFSET_RATIO`` × the spread.
+
+    Rewards sharing a large offset (1e8 + small differences) then lose it
+    exactly (Sterbenz: each difference is exact), so the mean no longer rounds
+    at the offset's precision; other groups are left as they are (``x - 0``),
+    bit for bit.
+    """
+    first = scaled[..., :1]
+    spread = scaled.max(axis=-1, keepdims=True) - scaled.min(axis=-1, keepdims=True)
+    return scaled - np.where(np.abs(first) > OFFSET_RATIO * spread, first, 0.0)
+
+
+def _centered(scaled) -> tuple[np.ndarray, np.ndarray]:
+    """``R - mean(R)`` per group of (scaled) rewards, and the offset-free rewards it was computed from.
+
     A zero-variance group gives exactly 0 (Property 4.1).
     """
-    shifted = scaled - scaled[..., :1]
+    shifted = _offset_removed(scaled)
     centered = shifted - shifted.mean(axis=-1, keepdims=True)
     centered[scaled.max(axis=-1) == scaled.min(axis=-1)] = 0.0
-    return centered
+    return centered, shifted
 
 
 def _unscaled(values, scale, what: str) -> np.ndarray:
@@ -91,7 +105,7 @@ def centered_rewards(rewards) -> np.ndarray:
     """
     rewards = _rewards(rewards)
     scale = _power_of_two(rewards, -1)
-    return _unscaled(_centered(rewards / scale), scale, "R - mean(R)")
+    return _unscaled(_centered(rewards / scale)[0], scale, "R - mean(R)")
 
 
 def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "group") -> np.ndarray:
@@ -125,9 +139,9 @@ def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "gr
         return centered_rewards(rewards)
     unit = _power_of_two(rewards, -1 if scale == "group" else None)
     scaled = rewards / unit
-    centered = _centered(scaled)
+    centered, shifted = _centered(scaled)
     if scale == "group":
-        std = centered.std(axis=-1, ddof=ddof, keepdims=True)
+        std = shifted.std(axis=-1, ddof=ddof, keepdims=True)
     else:
         std = np.full((*rewards.shape[:-1], 1), scaled.std(ddof=ddof))
     with np.errstate(over="ignore"):  # eps / unit = inf for rewards near 1e-300: Â = 0, as eq. (3) gives
@@ -144,7 +158,7 @@ def rloo_advantages(rewards) -> np.ndarray:
     """
     rewards = _rewards(rewards)
     scale = _power_of_two(rewards, -1)
-    shifted = rewards / scale - (rewards / scale)[..., :1]  # exact for a shared offset, as in eq. (3)
+    shifted = _offset_removed(rewards / scale)
     baseline = (shifted.sum(axis=-1, keepdims=True) - shifted) / (rewards.shape[-1] - 1)
     advantages = shifted - baseline
     advantages[zero_std_mask(rewards)] = 0.0

@@ -89,10 +89,10 @@ def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
     std_floor = positive(std_floor, "std_floor")
     rewards = _rewards(rewards)
     unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
-    centered = _centered(rewards / unit)
+    centered, shifted = _centered(rewards / unit)
     with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
         floor = std_floor / unit
-    return centered / np.maximum(centered.std(axis=-1, keepdims=True), floor)
+    return centered / np.maximum(shifted.std(axis=-1, keepdims=True), floor)
 
 
 ZERO_STD_HANDLING = ("keep", "mask", "resample")
