@@ -3,8 +3,9 @@
 Workload: 256 completions × 512 tokens, float32, completion lengths uniform in
 1..512 (an int32 mask, like TRL's ``completion_mask``), β = 0.04, ε = 0.2.
 
-Time: forward + backward of each loss, the two implementations interleaved,
-``REPEATS`` times each; the table gives the minimum and the median. The machine
+Time: forward + backward of each loss, the two implementations interleaved
+(in alternating order), ``REPEATS`` times each; the table gives the minimum
+and the median. The machine
 is shared, so the minimum (the run least disturbed by other processes) is the
 figure to compare; the median shows the noise.
 
@@ -31,7 +32,7 @@ from torch.utils._pytree import tree_flatten
 
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
-COMPLETIONS, TOKENS, REPEATS = 256, 512, 60
+COMPLETIONS, TOKENS, REPEATS = 256, 512, 200
 BETA, EPSILON = 0.04, 0.2
 
 
@@ -137,8 +138,9 @@ def timings(data, loss_type) -> dict[str, list[float]]:
     for _ in range(3):  # warm up both
         for function in functions.values():
             forward_backward(function, data, loss_type)
-    for _ in range(REPEATS):
-        for name, function in functions.items():
+    order = list(functions.items())
+    for repeat in range(REPEATS):
+        for name, function in order if repeat % 2 else order[::-1]:  # ABBA: neither always runs first
             start = time.perf_counter()
             forward_backward(function, data, loss_type)
             times[name].append(time.perf_counter() - start)

@@ -39,7 +39,8 @@ def public_callables():
     found = {}
     for module_name, name in sorted(names):
         obj = getattr(__import__(module_name, fromlist=[name]), name)
-        if callable(obj) and getattr(obj, "__module__", "").startswith("grpo_core"):
+        module = getattr(obj, "__module__", "")
+        if callable(obj) and module.startswith("grpo_core") and not module.rsplit(".", 1)[-1].startswith("_"):
             found[f"{obj.__module__}.{obj.__qualname__}"] = obj
     found["grpo_core.token_loss.grpo_token_loss"] = token_loss.grpo_token_loss
     found["grpo_core.advantages.zero_signal_probability"] = grpo_core.advantages.zero_signal_probability
@@ -87,3 +88,490 @@ def test_malformed_input_raises_only_documented_errors(qualname, data):
         except (ValueError, TypeError):
             return
     assert not has_nan(result), f"{qualname}({kwargs}) returned NaN"
+
+
+# -- one argument at a time: a valid call, then each argument replaced by a bad value ---------------
+#
+# Every public function gets a valid call; each of its arguments is then replaced, one at a time, by
+# values of the wrong kind or out of range. The call must raise ValueError or TypeError, and the
+# message must name the argument. Then the valid-but-extreme values: the call returns only finite
+# numbers or raises a ValueError naming what overflowed — never a silent inf or NaN.
+
+RNG = object()  # placeholder: a fresh np.random.default_rng(0) per call
+TORCH_GEN = object()  # placeholder: a fresh torch.Generator().manual_seed(0)
+
+
+def t64(values):
+    return torch.tensor(values, dtype=torch.float64)
+
+
+LOGPS = [-0.5, -1.2, -2.0]
+VALID = {
+    "advantages.group_advantages": (
+        grpo_core.group_advantages,
+        dict(rewards=[0.2, 0.9, 0.4], eps=1e-8, ddof=0, scale="group"),
+    ),
+    "advantages.centered_rewards": (grpo_core.centered_rewards, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.group_mean": (grpo_core.group_mean, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.rloo_advantages": (grpo_core.rloo_advantages, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.dr_grpo_advantages": (grpo_core.dr_grpo_advantages, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.zero_std_mask": (grpo_core.zero_std_mask, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.zero_std_fraction": (grpo_core.zero_std_fraction, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.zero_signal_probability": (
+        grpo_core.zero_signal_probability,
+        dict(success_rate=[0.3, 0.5], group_size=8),
+    ),
+    "clipping.importance_ratio": (grpo_core.importance_ratio, dict(logp=LOGPS, old_logp=[-0.6, -1.0, -2.1])),
+    "clipping.clipped_surrogate": (
+        grpo_core.clipped_surrogate,
+        dict(ratio=[0.7, 1.0, 1.3], advantages=[1.0, -1.0, 0.5], eps_low=0.2, eps_high=0.28, delta=2.0),
+    ),
+    "clipping.clip_masks": (
+        grpo_core.clip_masks,
+        dict(ratio=[0.7, 1.0, 1.3], advantages=[1.0, -1.0, 0.5], eps_low=0.2, eps_high=0.28),
+    ),
+    "clipping.clip_fractions": (
+        grpo_core.clip_fractions,
+        dict(ratio=[0.7, 1.0, 1.3], advantages=[1.0, -1.0, 0.5], eps_low=0.2, eps_high=0.28),
+    ),
+    "clipping.sequence_importance_ratio": (
+        grpo_core.clipping.sequence_importance_ratio,
+        dict(logps=t64([LOGPS]), old_logps=t64([[-0.6, -1.0, -2.1]]), mask=torch.tensor([[1, 1, 0]])),
+    ),
+    "kl.kl_k1": (grpo_core.kl_k1, dict(logp=LOGPS, ref_logp=[-0.6, -1.0, -2.1])),
+    "kl.kl_k2": (grpo_core.kl_k2, dict(logp=LOGPS, ref_logp=[-0.6, -1.0, -2.1])),
+    "kl.kl_k3": (grpo_core.kl_k3, dict(logp=LOGPS, ref_logp=[-0.6, -1.0, -2.1])),
+    "kl.kl_k3_ratio": (
+        grpo_core.kl.kl_k3_ratio,
+        dict(logp=LOGPS, ref_logp=[-0.6, -1.0, -2.1], old_logp=[-0.4, -1.1, -2.2]),
+    ),
+    "kl.kl_k3_plus": (grpo_core.kl.kl_k3_plus, dict(logp=LOGPS, ref_logp=[-0.6, -1.0, -2.1])),
+    "kl.categorical_kl": (grpo_core.categorical_kl, dict(p=[0.5, 0.5], q=[0.25, 0.75])),
+    "kl.entropy": (grpo_core.entropy, dict(p=[0.5, 0.5])),
+    "objective.clip_objective": (
+        grpo_core.clip_objective,
+        dict(
+            logp=LOGPS, old_logp=[-0.6, -1.0, -2.1], advantages=[1.0, -1.0, 0.5], eps_low=0.2, eps_high=0.28, delta=2.0
+        ),
+    ),
+    "objective.grpo_objective": (
+        grpo_core.grpo_objective,
+        dict(
+            logp=LOGPS,
+            old_logp=[-0.6, -1.0, -2.1],
+            ref_logp=[-0.4, -1.1, -2.2],
+            advantages=[1.0, -1.0, 0.5],
+            eps_low=0.2,
+            eps_high=0.28,
+            beta=0.04,
+            kl_estimator="k3_ratio",
+            delta=2.0,
+        ),
+    ),
+    "token_loss.grpo_token_loss": (
+        token_loss.grpo_token_loss,
+        dict(
+            logps=t64([LOGPS, LOGPS]),
+            old_logps=t64([[-0.6, -1.0, -2.1]] * 2),
+            ref_logps=t64([[-0.4, -1.1, -2.2]] * 2),
+            advantages=t64([1.0, -1.0]),
+            mask=torch.tensor([[1, 1, 0], [1, 1, 1]]),
+            eps_low=0.2,
+            eps_high=0.28,
+            beta=0.04,
+            loss_type="dapo",
+            max_completion_length=None,
+            num_items_in_batch=6,
+            kl_estimator="k3",
+            delta=2.0,
+            importance_sampling_level="token",
+        ),
+    ),
+    "bandit.softmax": (grpo_core.softmax, dict(logits=[0.1, 0.5, -0.3])),
+    "bandit.log_softmax": (grpo_core.log_softmax, dict(logits=[0.1, 0.5, -0.3])),
+    "bandit.sample_group": (grpo_core.sample_group, dict(probs=[0.2, 0.3, 0.5], group_size=4, rng=RNG)),
+    "bandit.reward_of": (grpo_core.reward_of, dict(actions=[0, 2, 1], reward_table=[0.2, 0.9, 0.4])),
+    "bandit.state_value": (grpo_core.state_value, dict(probs=[0.2, 0.3, 0.5], reward_table=[0.2, 0.9, 0.4])),
+    "bandit.objective_gradient": (
+        grpo_core.objective_gradient,
+        dict(
+            logits=[0.1, 0.5, -0.3],
+            actions=[0, 2, 1],
+            old_logp=LOGPS,
+            ref_logp=[-0.4, -1.1, -2.2],
+            advantages=[1.0, -1.0, 0.5],
+            eps_low=0.2,
+            eps_high=0.28,
+            beta=0.04,
+        ),
+    ),
+    "bandit.grpo_step": (
+        grpo_core.grpo_step,
+        dict(
+            logits=[0.1, 0.5, -0.3],
+            ref_logits=[0.0, 0.0, 0.0],
+            actions=[0, 2, 1],
+            rewards=[0.2, 0.9, 0.4],
+            config=grpo_core.GRPOConfig(group_size=3),
+        ),
+    ),
+    "bandit.GRPOConfig": (
+        grpo_core.GRPOConfig,
+        dict(
+            group_size=8, eps_low=0.2, eps_high=0.28, beta=0.04, lr=1.0, inner_epochs=4, advantage="grpo", adv_eps=1e-8
+        ),
+    ),
+    "bandit.BanditGRPO": (
+        grpo_core.BanditGRPO,
+        dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.GRPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
+    ),
+    "dpo.DPOConfig": (grpo_core.DPOConfig, dict(num_pairs=64, temperature=0.1, beta=0.4, lr=1.0, batch_size=8)),
+    "dpo.BanditDPO": (
+        grpo_core.BanditDPO,
+        dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.DPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
+    ),
+    "dpo.dpo_loss": (
+        grpo_core.dpo_loss,
+        dict(logits=[0.1, 0.5, -0.3], ref_logits=[0.0, 0.0, 0.0], pairs=[[1, 0], [2, 0]], beta=0.4),
+    ),
+    "dpo.dpo_gradient": (
+        grpo_core.dpo_gradient,
+        dict(logits=[0.1, 0.5, -0.3], ref_logits=[0.0, 0.0, 0.0], pairs=[[1, 0], [2, 0]], beta=0.4),
+    ),
+    "dpo.preference_pairs": (
+        grpo_core.preference_pairs,
+        dict(rewards=[0.2, 0.9, 0.4], ref_probs=[0.2, 0.3, 0.5], num_pairs=4, rng=RNG, temperature=0.1),
+    ),
+    "ppo.PPOConfig": (
+        grpo_core.PPOConfig,
+        dict(
+            batch_size=8,
+            eps_low=0.2,
+            eps_high=0.28,
+            beta=0.04,
+            lr=1.0,
+            inner_epochs=4,
+            value_lr=0.1,
+            value_steps=4,
+            value_init=0.0,
+            normalize_advantages=False,
+            adv_eps=1e-8,
+        ),
+    ),
+    "ppo.BanditPPO": (
+        grpo_core.BanditPPO,
+        dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.PPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
+    ),
+    "ppo.fit_value": (grpo_core.fit_value, dict(value=0.0, targets=[0.2, 0.9], lr=0.5, steps=3)),
+    "ppo.ppo_advantages": (
+        grpo_core.ppo_advantages,
+        dict(rewards=[0.2, 0.9, 0.4], value=0.3, normalize=True, eps=1e-8),
+    ),
+    "ppo.kl_penalized_rewards": (
+        grpo_core.kl_penalized_rewards,
+        dict(rewards=[0.2, 0.9, 0.4], logp=LOGPS, ref_logp=[-0.4, -1.1, -2.2], beta=0.04),
+    ),
+    "rloo.RLOOConfig": (grpo_core.RLOOConfig, dict(group_size=8, lr=1.0, beta=0.04)),
+    "rloo.BanditRLOO": (
+        grpo_core.BanditRLOO,
+        dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.RLOOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
+    ),
+    "rloo.rloo_gradient": (
+        grpo_core.rloo_gradient,
+        dict(logits=[0.1, 0.5, -0.3], actions=[0, 2, 1], rewards=[0.2, 0.9, 0.4]),
+    ),
+    "failure_modes.PromptSetGRPO": (
+        grpo_core.PromptSetGRPO,
+        dict(
+            success_probs=[[0.2, 0.9], [0.5, 0.1]], config=grpo_core.GRPOConfig(), zero_std="mask", seed=0, max_groups=8
+        ),
+    ),
+    "failure_modes.noisy_reward_model": (
+        grpo_core.noisy_reward_model,
+        dict(
+            actions=[0, 2, 1],
+            true_rewards=[0.2, 0.9, 0.4],
+            rng=RNG,
+            noise_std=0.1,
+            lucky_action=2,
+            lucky_prob=0.5,
+            lucky_reward=1.0,
+        ),
+    ),
+    "failure_modes.std_floor_advantages": (
+        grpo_core.std_floor_advantages,
+        dict(rewards=[0.2, 0.9, 0.4], std_floor=0.1),
+    ),
+    "failure_modes.verifier_rewards": (
+        grpo_core.verifier_rewards,
+        dict(actions=[0, 2, 1], success_probs=[0.2, 0.9, 0.4], rng=RNG),
+    ),
+    "policy_gradient.score": (policy_gradient.score, dict(logits=[0.1, 0.5, -0.3])),
+    "policy_gradient.reinforce_gradient": (
+        policy_gradient.reinforce_gradient,
+        dict(logits=[0.1, 0.5, -0.3], actions=[0, 2, 1], advantages=[1.0, -1.0, 0.5]),
+    ),
+    "policy_gradient.expected_policy_gradient": (
+        policy_gradient.expected_policy_gradient,
+        dict(logits=[0.1, 0.5, -0.3], rewards=[0.2, 0.9, 0.4], baseline=0.3),
+    ),
+    "verifier.exact_match_reward": (
+        grpo_core.exact_match_reward,
+        dict(completions=["the answer is 4", "#### 5"], reference=4),
+    ),
+    "runs.run_seeds": (
+        grpo_core.run_seeds,
+        dict(make_trainer=lambda seed: grpo_core.BanditGRPO(seed=seed), steps=2, seeds=[0, 1]),
+    ),
+    "runs.track": (grpo_core.track, dict(trainer=grpo_core.BanditGRPO(), steps=2)),
+}
+
+NOT_NUMBERS = [None, "0.5", b"1", {}, object()]
+BAD = {
+    "array": [
+        *NOT_NUMBERS,
+        ["0.5", "0.1", "0.2"],
+        [0.5 + 1j, 0.1, 0.2],
+        [True, False, True],
+        [np.nan, 0.1, 0.2],
+        [0.1, np.inf, 0.2],
+        [[0.1], [0.2, 0.3]],
+        [],
+        np.zeros((2, 2, 2)),
+    ],
+    "elementwise": [
+        *NOT_NUMBERS,
+        ["0.5", "0.1"],
+        [0.5 + 1j, 0.1],
+        [True, False],
+        [np.nan, 0.1],
+        [0.1, np.inf],
+        [[0.1], [0.2, 0.3]],
+        [],
+    ],
+    "tensor": [
+        *NOT_NUMBERS,
+        np.zeros((2, 3)),
+        torch.zeros(5),
+        torch.full((2, 3), float("nan")),
+        torch.zeros(2, 3, dtype=torch.complex64),
+    ],
+    "real": [*NOT_NUMBERS, complex(0.1, 0), True, float("nan"), float("inf"), -float("inf"), 10**400, [0.1], -1.0],
+    "int": [*NOT_NUMBERS, 2.5, "3", True, -1, 2**64, 10**400, [3]],
+    "choice": [None, 3, "nonsense", ["grpo"], b"grpo"],
+    "bool": [None, 1, "True", 0.0],
+    "rng": [None, 0, np.random.RandomState(0), torch.Generator()],
+    "config": [None, {}, "config"],
+    "actions": [*NOT_NUMBERS, [0.0, 1.0, 2.0], [-1, 0, 1], [0, 7, 1], [True, False, True], [], [[0, 1]]],
+    "pairs": [*NOT_NUMBERS, [[1, 1]], [[1, 9]], [[0.5, 1.0]], [1, 0], []],
+    "texts": [None, "a string", [1, 2], [], [None]],
+    "reference": [None, [4], True, float("nan"), complex(4, 0), 10**5000],
+    "callable": [None, 3, "f"],
+    "trainer": [None, 3, "t"],
+}
+KIND = {
+    "rewards": "array",
+    "success_rate": "elementwise",
+    "logp": "array",
+    "old_logp": "array",
+    "ref_logp": "array",
+    "ratio": "array",
+    "advantages": "array",
+    "p": "array",
+    "q": "array",
+    "logits": "array",
+    "ref_logits": "array",
+    "probs": "array",
+    "reward_table": "array",
+    "init_logits": "array",
+    "ref_probs": "array",
+    "targets": "array",
+    "true_rewards": "array",
+    "success_probs": "array",
+    "logps": "tensor",
+    "old_logps": "tensor",
+    "ref_logps": "tensor",
+    "mask": "tensor",
+    "eps": "real",
+    "eps_low": "real",
+    "eps_high": "real",
+    "beta": "real",
+    "lr": "real",
+    "adv_eps": "real",
+    "temperature": "real",
+    "value_lr": "real",
+    "value_init": "real",
+    "value": "real",
+    "noise_std": "real",
+    "lucky_prob": "real",
+    "lucky_reward": "real",
+    "std_floor": "real",
+    "baseline": "real",
+    "delta": "real",
+    "group_size": "int",
+    "ddof": "int",
+    "inner_epochs": "int",
+    "num_pairs": "int",
+    "batch_size": "int",
+    "seed": "int",
+    "value_steps": "int",
+    "steps": "int",
+    "max_groups": "int",
+    "lucky_action": "int",
+    "max_completion_length": "int",
+    "num_items_in_batch": "int",
+    "scale": "choice",
+    "advantage": "choice",
+    "zero_std": "choice",
+    "loss_type": "choice",
+    "kl_estimator": "choice",
+    "importance_sampling_level": "choice",
+    "normalize": "bool",
+    "normalize_advantages": "bool",
+    "rng": "rng",
+    "config": "config",
+    "actions": "actions",
+    "pairs": "pairs",
+    "completions": "texts",
+    "reference": "reference",
+    "make_trainer": "callable",
+    "trainer": "trainer",
+    "seeds": "int",
+}
+# Values that are legitimately accepted for one argument although they are bad for its kind.
+ACCEPTED = {
+    ("delta", None),
+    ("eps_high", None),
+    ("batch_size", None),
+    ("max_groups", None),
+    ("lucky_action", None),
+    ("init_logits", None),
+    ("max_completion_length", None),
+    ("num_items_in_batch", None),
+    ("value", -1.0),
+    ("value_init", -1.0),
+    ("lucky_reward", -1.0),
+    ("baseline", -1.0),
+    ("ref_logps", None),
+}
+
+
+def accepted(name, value) -> bool:
+    return any(n == name and type(v) is type(value) and v == value for n, v in ACCEPTED)
+
+
+def concrete(kwargs):
+    fresh = {RNG: lambda: np.random.default_rng(0), TORCH_GEN: lambda: torch.Generator().manual_seed(0)}
+    return {k: fresh[v]() if any(v is key for key in fresh) else v for k, v in kwargs.items()}
+
+
+def one_argument_cases():
+    for qualname, (_func, kwargs) in VALID.items():
+        for name in kwargs:
+            for index, value in enumerate(BAD[KIND[name]]):
+                if not accepted(name, value) and name != "seeds":
+                    yield pytest.param(qualname, name, index, id=f"{qualname}-{name}-{index}")
+        if "seeds" in kwargs:
+            for index in range(len(BAD["int"])):
+                yield pytest.param(qualname, "seeds", index, id=f"{qualname}-seeds-{index}")
+
+
+ONE_ARGUMENT_CASES = list(one_argument_cases())
+
+
+def test_every_public_function_has_a_valid_call():
+    public = {name.removeprefix("grpo_core.") for name in CALLABLES} - {"runs.RunHistory", "bandit.StepResult"}
+    public -= {"bandit.BanditTrainer"}  # abstract: its arguments are checked through the four subclasses
+    assert public <= set(VALID), sorted(public - set(VALID))
+
+
+@pytest.mark.parametrize("qualname", sorted(VALID))
+def test_the_valid_calls_are_valid(qualname):
+    func, kwargs = VALID[qualname]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = func(**concrete(kwargs))
+    assert not has_nan(result) and not has_inf(result)
+
+
+@pytest.mark.parametrize(("qualname", "name", "index"), ONE_ARGUMENT_CASES)
+def test_one_bad_argument_is_named(qualname, name, index):
+    func, kwargs = VALID[qualname]
+    kwargs = concrete(kwargs)
+    bad = BAD[KIND[name]][index]
+    kwargs[name] = [0, bad] if name == "seeds" else bad
+    with pytest.raises((ValueError, TypeError)) as raised, warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning (overflow, invalid) would be a silent inf/NaN
+        func(**kwargs)
+    assert type(raised.value) in (ValueError, TypeError)  # not a subclass such as a numpy/torch error
+    message = str(raised.value)
+    named = "seed" if name == "seeds" else name
+    assert named in message or (name in ("ratio", "advantages") and "shapes must match" in message), message
+
+
+def has_inf(value) -> bool:
+    if isinstance(value, tuple | list):
+        return any(has_inf(v) for v in value)
+    if isinstance(value, dict):
+        return any(has_inf(v) for v in value.values())
+    if hasattr(value, "__dataclass_fields__"):
+        return any(has_inf(getattr(value, f)) for f in value.__dataclass_fields__)
+    if isinstance(value, torch.Tensor):
+        return bool(torch.isinf(value).any())
+    if isinstance(value, float):
+        return math.isinf(value)
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+        return bool(np.isinf(value).any())
+    return False
+
+
+EXTREMES = [1e308, -1e308, 5e-324, -0.0, 1e-300, 1e200]
+
+
+def extreme_cases():
+    for qualname, (_, kwargs) in VALID.items():
+        for name, value in kwargs.items():
+            if KIND[name] in ("array", "elementwise", "tensor") and name != "mask" and value is not None:
+                for extreme in EXTREMES:
+                    for how in ("scale", "fill", "one"):
+                        yield pytest.param(qualname, name, extreme, how, id=f"{qualname}-{name}-{extreme}-{how}")
+            if KIND[name] == "real" and value is not None:
+                for extreme in (1e308, 5e-324, -0.0, 2**64):
+                    yield pytest.param(qualname, name, extreme, "scalar", id=f"{qualname}-{name}-{extreme}")
+
+
+EXTREME_CASES = list(extreme_cases())
+
+
+@pytest.mark.parametrize(("qualname", "name", "extreme", "how"), EXTREME_CASES)
+def test_extreme_finite_values_give_finite_results_or_a_named_error(qualname, name, extreme, how):
+    func, kwargs = VALID[qualname]
+    kwargs = concrete(kwargs)
+    value = kwargs[name]
+    if how == "scalar":
+        kwargs[name] = extreme
+    else:
+        array = (
+            torch.as_tensor(value, dtype=torch.float64) if isinstance(value, torch.Tensor) else np.array(value, float)
+        )
+        flat = array.reshape(-1)
+        if how == "scale":
+            array = array * extreme
+        elif how == "fill":
+            array = array * 0 + extreme
+        else:
+            array = array.clone() if isinstance(array, torch.Tensor) else array.copy()
+            array.reshape(-1)[0] = extreme
+        del flat
+        kwargs[name] = array
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            result = func(**kwargs)
+        except ValueError as error:
+            assert str(error), "a ValueError must say what overflowed"
+            return
+        except TypeError as error:
+            pytest.fail(f"a finite real value must not be a TypeError: {error}")
+    assert not has_nan(result), result
+    assert not has_inf(result), result

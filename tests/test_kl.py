@@ -76,7 +76,7 @@ def test_categorical_kl_nonnegative(a, b):
         (lambda: kl_k3([np.nan], [0.0]), ValueError),
         (lambda: kl_k1(None, [0.0]), TypeError),
         (lambda: categorical_kl([0.5, 0.6], [0.5, 0.5]), ValueError),
-        (lambda: categorical_kl([1.0, 0.0], [0.5, 0.5]), ValueError),
+        (lambda: categorical_kl([0.5, 0.5], [1.0, 0.0]), ValueError),  # issue 14: p may hold an exact 0
         (lambda: categorical_kl([1.5, -0.5], [0.5, 0.5]), ValueError),
         (lambda: categorical_kl([0.5, 0.5], [0.2, 0.3, 0.5]), ValueError),
         (lambda: entropy([[[1.0]]]), ValueError),

@@ -39,6 +39,68 @@ imports a subpackage, :mod:`grpo_core.bandit`. The names above are importable
 from ``grpo_core`` itself.
 
 ``import grpo_core`` loads NumPy only; ``token_loss`` and the ``sequence`` subpackage import torch.
+
+Contract
+--------
+What every public function and class of the package promises, and what
+``tests/test_fuzz.py``, ``tests/test_contract.py`` and
+``tests/test_formula_options.py`` enforce.
+
+**Accepted inputs.** Arrays may be NumPy arrays, Python numbers or (nested)
+sequences of real numbers, or torch tensors of any floating dtype (float64,
+float32, float16, bfloat16), with or without ``requires_grad``, contiguous or
+not. Integers are accepted as numbers (Python ints beyond the float64 range
+are refused as not finite). Booleans, strings (numeric or not), bytes,
+complex numbers, ``None`` and ragged sequences are never numbers. A scalar knob
+(ε, β, lr, …) is a finite ``int`` or ``float`` (NumPy's too), never a bool;
+counts and seeds are integers (seeds in [0, 2**64)); choices are exact strings;
+flags are bools; random generators are passed explicitly (a NumPy
+``Generator`` or a torch ``Generator``), never drawn from the global state.
+
+**What comes back.** Element-wise formulas (``clipping``, ``kl``,
+``objective``) return the backend they were given: NumPy in, NumPy out;
+torch in, torch out, on the same device, with autograd through it.
+Floating dtypes are kept, except that 16-bit floats (float16, bfloat16) are
+computed and returned in float32; integers become float64. The NumPy-only
+functions (advantages, the bandit, DPO, PPO, RLOO, the verifier) take
+tensors too (detached, copied) and return float64 NumPy arrays or Python
+floats. Comparisons are made in the input's dtype, so NumPy and torch arrays
+of one dtype give the same clip masks, also for a ratio exactly on the edge.
+
+**Errors.** Bad input raises ``ValueError`` (a value out of range, a shape,
+a NaN or inf, an overflow) or ``TypeError`` (a kind of object that is not
+accepted) — never another class — and the message names the argument and
+says what was expected. Arguments are validated once, at the public
+boundary; the ``_kernels`` behind it trust their inputs and read like their
+equation.
+
+**Numeric guarantees.**
+
+* Masked positions never matter: in the token loss (``token_loss``) and
+  the sequence ratio, whatever sits where ``mask`` is 0 — finite garbage,
+  NaN, ±inf — the loss, its gradient (exactly 0 there) and every metric are
+  bit for bit the same. Log-ratios are masked with ``where`` before anything
+  is exponentiated.
+* No silent inf or NaN from finite input. Log-ratios are clamped to ±20
+  before they are exponentiated (``clipping.LOG_RATIO_BOUND``, the bound of
+  verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio, k3 and
+  r·k3 stay below e^20 ≈ 4.9e8, with zero gradient beyond the bound.
+  Where a result truly exceeds the float range (k1 of log-probs 1e308
+  apart, β·margin in DPO, R − V in PPO, Dr. GRPO's R − mean(R) of rewards
+  ±1e308 apart, log-softmax of logits 1e308 apart) a ``ValueError`` says so.
+* Advantages are scale-safe: rewards are divided by an exact power of two
+  before they are centred, which changes no result that did not overflow,
+  so any finite rewards give finite, correct Â (``[1e200, 0]`` gives ±1,
+  ``[1e308, 1e308, 0]`` gives ``[1/√2, 1/√2, −√2]``). Rewards sharing an
+  offset more than 2**20 times their spread (1e8 + small differences) lose
+  it exactly before the mean is taken, so they keep full precision; other
+  groups are centred as ``R - mean(R)``, bit for bit as before (relative
+  error below ~1e-10 of the spread). A zero-variance group gives
+  Â = 0 exactly, in any dtype (``[0.97] * 14`` in float32 included).
+* Probabilities may hold exact zeros where a policy legitimately reached
+  them (0 log 0 = 0 in the KL and the entropy).
+* The verifier normalises answers in linear time and compares numbers of
+  any length (exactly as rationals up to 4000 digits, as written beyond).
 """
 
 from grpo_core.advantages import (
@@ -71,9 +133,15 @@ from grpo_core.bandit.failure_modes import PromptSetGRPO, noisy_reward_model, st
 from grpo_core.bandit.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
 from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, rloo_gradient
 from grpo_core.bandit.runs import RunHistory, run_seeds, track
-from grpo_core.clipping import clip_fractions, clip_masks, clipped_surrogate, importance_ratio
+from grpo_core.clipping import (
+    clip_fractions,
+    clip_masks,
+    clipped_surrogate,
+    importance_ratio,
+    sequence_importance_ratio,
+)
 from grpo_core.course.verifier import exact_match_reward
-from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3
+from grpo_core.kl import categorical_kl, entropy, kl_k1, kl_k2, kl_k3, kl_k3_plus, kl_k3_ratio
 from grpo_core.objective import clip_objective, grpo_objective
 
 __all__ = [
@@ -111,6 +179,8 @@ __all__ = [
     "kl_k1",
     "kl_k2",
     "kl_k3",
+    "kl_k3_plus",
+    "kl_k3_ratio",
     "kl_penalized_rewards",
     "log_softmax",
     "noisy_reward_model",
@@ -122,6 +192,7 @@ __all__ = [
     "rloo_gradient",
     "run_seeds",
     "sample_group",
+    "sequence_importance_ratio",
     "softmax",
     "state_value",
     "std_floor_advantages",

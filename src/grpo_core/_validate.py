@@ -1,39 +1,99 @@
-"""Input checks shared by every public function.
+"""Input checks shared by every public function: the contract of the package docstring.
 
-Each check raises a ``ValueError`` or ``TypeError`` that names the argument and
-says what was expected, so that bad input never turns into a silent NaN.
+Each check raises a ``ValueError`` (a value out of range, a shape, a non-finite
+entry) or a ``TypeError`` (a kind of object that is not accepted) whose message
+names the argument and says what was expected. Public functions call these
+once, at their boundary; the ``_kernels`` behind them trust their inputs.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
 
 from grpo_core._backend import is_torch
 
+LOW_PRECISION = ("float16", "bfloat16")
+MAX_COUNT = 10**7  # group sizes, steps, epochs, pairs: far beyond any teaching run, and a loop that ends
+
 
 def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
-    """Return ``x`` as a float array (NumPy) or tensor (torch), checked finite."""
-    if isinstance(x, (str, bytes, dict, set)) or x is None:
-        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
-    if not is_torch(x):
-        try:
-            x = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"{name} must be an array of numbers: {err}") from None
-    elif not x.is_floating_point():
-        x = x.double()
+    """``x`` as a finite float array of its own backend.
+
+    NumPy arrays, Python numbers and (nested) sequences of real numbers give a
+    NumPy array; a torch tensor stays a tensor (on its device, with its
+    autograd graph). Floating dtypes are kept, except 16-bit ones (float16,
+    bfloat16), which become float32; integers become float64. Booleans,
+    strings (numeric or not), complex numbers, ``None`` and ragged sequences
+    are refused with a ``TypeError``.
+    """
+    x = _torch_float(x, name) if is_torch(x) else _numpy_float(x, name)
     if ndim is not None and x.ndim not in ndim:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimension(s), got shape {tuple(x.shape)}")
     if x.ndim > 0 and 0 in tuple(x.shape):
         raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
-    if not _all_finite(x):
+    if not all_finite(x):
         raise ValueError(f"{name} must be finite (no NaN or inf)")
     return x
 
 
-def _all_finite(x) -> bool:
+def numpy_array(x, name: str, *, ndim: tuple[int, ...] | None = None) -> np.ndarray:
+    """``x`` as a finite float64 NumPy array, for the NumPy-only functions (a tensor is detached and copied)."""
+    x = finite_array(x, name, ndim=ndim)
+    if is_torch(x):
+        return x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def scalar(x, name: str) -> float:
+    """A finite real number (Python, NumPy or a 0-d array / tensor), as a float."""
+    return float(numpy_array(x, name, ndim=(0,)))
+
+
+def _torch_float(x, name: str):
+    if x.dtype.is_complex or x.dtype == _torch().bool:
+        raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {x.dtype}")
+    if not x.is_floating_point():
+        return x.double()
+    if str(x.dtype).removeprefix("torch.") in LOW_PRECISION:
+        return x.float()
+    return x
+
+
+def _numpy_float(x, name: str) -> np.ndarray:
+    if x is None or isinstance(x, (str, bytes, dict, set, frozenset)):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
+    try:
+        array = np.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be an array of real numbers (not ragged): {err}") from None
+    if array.dtype == object:  # Python ints beyond int64, or mixed objects
+        entries = array.ravel().tolist()
+        if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in entries):
+            raise TypeError(f"{name} must hold only real numbers, got {sorted({type(v).__name__ for v in entries})}")
+        try:
+            array = np.array([float(v) for v in entries]).reshape(array.shape)
+        except OverflowError:
+            raise ValueError(f"{name} must be finite: an integer in it exceeds the float64 range") from None
+    kind = array.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} must hold real numbers, not booleans")
+    if kind not in "iuf":
+        raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
+    if kind != "f":
+        return array.astype(np.float64)
+    return array.astype(np.float32) if array.dtype.name in LOW_PRECISION else array
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def all_finite(x) -> bool:
     """No NaN or ±inf, decided in the common case by one reduction.
 
     NaN and ±inf propagate through a sum, so a finite sum means every entry is
@@ -48,6 +108,15 @@ def _all_finite(x) -> bool:
         return bool(np.isfinite(x.sum())) or bool(np.isfinite(x).all())
 
 
+def overflow_checked(compute, what: str):
+    """``compute()`` with float overflow silenced, refused with a ``ValueError`` naming ``what`` if it overflowed."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = compute()
+    if not all_finite(result if is_torch(result) else np.asarray(result)):
+        raise ValueError(f"{what} exceeds the float range")
+    return result
+
+
 def same_shape(**arrays) -> None:
     """Raise if the named arrays mix NumPy and torch, or differ in shape."""
     kinds = {name: "torch.Tensor" if is_torch(a) else "numpy array" for name, a in arrays.items()}
@@ -60,13 +129,37 @@ def same_shape(**arrays) -> None:
         raise ValueError(f"shapes must match: {listed}")
 
 
+def common_dtype(*arrays):
+    """Cast same-backend arrays to their promoted dtype (NumPy or torch rules)."""
+    if is_torch(arrays[0]):
+        torch = _torch()
+        dtype = arrays[0].dtype
+        for a in arrays[1:]:
+            dtype = torch.promote_types(dtype, a.dtype)
+        return tuple(a.to(dtype) for a in arrays)
+    dtype = np.result_type(*arrays)
+    return tuple(a.astype(dtype, copy=False) for a in arrays)
+
+
+def real_number(value, name: str) -> float:
+    """A finite real number: ints, floats and their NumPy types; never a bool, string or complex."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be a finite number, got an integer beyond the float64 range") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return value
+
+
 def nonnegative(value, name: str) -> float:
     """A real number >= 0 (a clip range, an epsilon, a KL weight)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    if not np.isfinite(value) or value < 0:
+    value = real_number(value, name)
+    if value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-    return float(value)
+    return value
 
 
 def positive(value, name: str) -> float:
@@ -77,28 +170,51 @@ def positive(value, name: str) -> float:
     return value
 
 
-def positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """An integer >= ``minimum`` (a group size, a number of epochs)."""
+def unit_interval(value, name: str) -> float:
+    """A real number in [0, 1] (a probability)."""
+    value = real_number(value, name)
+    if not 0 <= value <= 1:
+        raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    return value
+
+
+def positive_int(value, name: str, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
+    """An integer in ``[minimum, maximum]`` (a group size, a number of epochs; ``MAX_COUNT`` by default)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return int(value)
+
+
+def seed_value(value, name: str = "seed") -> int:
+    """A seed for ``numpy.random.default_rng`` / ``torch.Generator.manual_seed``: an integer in [0, 2**64)."""
+    return positive_int(value, name, minimum=0, maximum=2**64 - 1)
+
+
+def boolean(value, name: str) -> bool:
+    """``True`` or ``False`` (NumPy bools too), nothing else."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+    return bool(value)
 
 
 def choice(value, name: str, options: tuple[str, ...]) -> str:
     """One of a fixed set of strings."""
-    if value not in options:
+    if not isinstance(value, str) or value not in options:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}")
     return value
 
 
-def probabilities(p, name: str):
-    """A probability vector (last axis): entries in (0, 1] summing to 1."""
-    p = finite_array(p, name, ndim=(1, 2))
-    if not bool((p > 0).all()) or not bool((p <= 1).all()):
-        raise ValueError(f"{name} must have every entry in (0, 1]")
-    if not np.allclose(np.asarray(p.sum(-1), dtype=float), 1.0, atol=1e-6):
+def probabilities(p, name: str, *, allow_zero: bool = False) -> np.ndarray:
+    """A probability vector (last axis), as float64: entries in (0, 1] (or [0, 1]) summing to 1."""
+    p = numpy_array(p, name, ndim=(1, 2))
+    low_ok = (p >= 0) if allow_zero else (p > 0)
+    if not bool(low_ok.all()) or not bool((p <= 1).all()):
+        raise ValueError(f"{name} must have every entry in {'[0' if allow_zero else '(0'}, 1]")
+    if not np.allclose(p.sum(-1), 1.0, atol=1e-6):
         raise ValueError(f"{name} must sum to 1 over its last axis")
     return p
 

@@ -10,16 +10,64 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive_int
+from grpo_core._validate import choice, nonnegative, numpy_array, positive_int
 
 SCALES = ("group", "batch", "none")
 
 
 def _rewards(rewards) -> np.ndarray:
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1, 2)), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1, 2))
     if rewards.shape[-1] < 2:
         raise ValueError(f"rewards: a group needs G >= 2 samples to have a baseline, got G = {rewards.shape[-1]}")
     return rewards
+
+
+def _power_of_two(values, axis) -> np.ndarray:
+    """A power of two ``s`` with ``max|values| / s`` in [1, 2) (1 for all-zero values).
+
+    Dividing by it is exact, and every step of eq. (3) commutes with it bit
+    for bit, so the rewards can be brought near 1 before they are centred
+    (no overflow for 1e308, no underflow of the variance for 1e-200) without
+    changing any result that did not overflow.
+    """
+    peak = np.abs(values).max(axis=axis, keepdims=True)
+    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
+
+
+OFFSET_RATIO = 2.0**20  # below it, the mean's rounding costs at most ~1e-10 of the spread
+
+
+def _offset_removed(scaled) -> np.ndarray:
+    """The (scaled) rewards minus their group's first reward where it exceeds ``OFFSET_RATIO`` × the spread.
+
+    Rewards sharing a large offset (1e8 + small differences) then lose it
+    exactly (Sterbenz: each difference is exact), so the mean no longer rounds
+    at the offset's precision; other groups are left as they are (``x - 0``),
+    bit for bit.
+    """
+    first = scaled[..., :1]
+    spread = scaled.max(axis=-1, keepdims=True) - scaled.min(axis=-1, keepdims=True)
+    return scaled - np.where(np.abs(first) > OFFSET_RATIO * spread, first, 0.0)
+
+
+def _centered(scaled) -> tuple[np.ndarray, np.ndarray]:
+    """``R - mean(R)`` per group of (scaled) rewards, and the offset-free rewards it was computed from.
+
+    A zero-variance group gives exactly 0 (Property 4.1).
+    """
+    shifted = _offset_removed(scaled)
+    centered = shifted - shifted.mean(axis=-1, keepdims=True)
+    centered[scaled.max(axis=-1) == scaled.min(axis=-1)] = 0.0
+    return centered, shifted
+
+
+def _unscaled(values, scale, what: str) -> np.ndarray:
+    """``values * scale``, refusing a result beyond the float64 range."""
+    with np.errstate(over="ignore"):
+        result = values * scale
+    if not np.isfinite(result).all():
+        raise ValueError(f"rewards: {what} exceeds the float64 range (rewards too far apart)")
+    return result
 
 
 def zero_std_mask(rewards) -> np.ndarray:
@@ -44,7 +92,9 @@ def group_mean(rewards) -> np.ndarray:
     The zero-parameter "critic" of GRPO (§5): one value per group, shape ``()``
     for one group or ``(prompts,)`` for a batch.
     """
-    return _rewards(rewards).mean(axis=-1)
+    rewards = _rewards(rewards)
+    scale = _power_of_two(rewards, -1)
+    return (rewards / scale).mean(axis=-1) * scale[..., 0]
 
 
 def centered_rewards(rewards) -> np.ndarray:
@@ -54,9 +104,8 @@ def centered_rewards(rewards) -> np.ndarray:
     bit; Property 4.1 says the difference is exactly zero, so it is set to zero.
     """
     rewards = _rewards(rewards)
-    centered = rewards - group_mean(rewards)[..., None]
-    centered[zero_std_mask(rewards)] = 0.0
-    return centered
+    scale = _power_of_two(rewards, -1)
+    return _unscaled(_centered(rewards / scale)[0], scale, "R - mean(R)")
 
 
 def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "group") -> np.ndarray:
@@ -86,14 +135,17 @@ def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "gr
         raise ValueError(f"ddof must be 0 or 1, got {ddof}")
     choice(scale, "scale", SCALES)
     rewards = _rewards(rewards)
-    centered = centered_rewards(rewards)
     if scale == "none":
-        return centered
+        return centered_rewards(rewards)
+    unit = _power_of_two(rewards, -1 if scale == "group" else None)
+    scaled = rewards / unit
+    centered, shifted = _centered(scaled)
     if scale == "group":
-        std = rewards.std(axis=-1, ddof=ddof, keepdims=True)
+        std = shifted.std(axis=-1, ddof=ddof, keepdims=True)
     else:
-        std = np.full((*rewards.shape[:-1], 1), rewards.std(ddof=ddof))
-    denominator = np.broadcast_to(std + eps, centered.shape)
+        std = np.full((*rewards.shape[:-1], 1), scaled.std(ddof=ddof))
+    with np.errstate(over="ignore"):  # eps / unit = inf for rewards near 1e-300: Â = 0, as eq. (3) gives
+        denominator = np.broadcast_to(std + eps / unit, centered.shape)
     return np.divide(centered, denominator, out=np.zeros_like(centered), where=denominator > 0)
 
 
@@ -105,11 +157,12 @@ def rloo_advantages(rewards) -> np.ndarray:
     rescaled, with no division by the std.
     """
     rewards = _rewards(rewards)
-    group_size = rewards.shape[-1]
-    baseline = (rewards.sum(axis=-1, keepdims=True) - rewards) / (group_size - 1)
-    advantages = rewards - baseline
+    scale = _power_of_two(rewards, -1)
+    shifted = _offset_removed(rewards / scale)
+    baseline = (shifted.sum(axis=-1, keepdims=True) - shifted) / (rewards.shape[-1] - 1)
+    advantages = shifted - baseline
     advantages[zero_std_mask(rewards)] = 0.0
-    return advantages
+    return _unscaled(advantages, scale, "R_i - b_i")
 
 
 def dr_grpo_advantages(rewards) -> np.ndarray:
@@ -124,7 +177,7 @@ def zero_signal_probability(success_rate, group_size: int):
     probability :math:`p^G + (1-p)^G`: the "competence frontier" — prompts the
     policy always or never solves teach it nothing.
     """
-    p = np.asarray(finite_array(success_rate, "success_rate"), dtype=float)
+    p = numpy_array(success_rate, "success_rate")
     if (p < 0).any() or (p > 1).any():
         raise ValueError("success_rate must lie in [0, 1]")
     group_size = positive_int(group_size, "group_size")

@@ -2,49 +2,100 @@
 
 Each function acts element-wise on NumPy arrays or torch tensors (autograd
 flows through the torch path); one element is one token, or one bandit sample.
+
+The log-ratio is clamped to ±``LOG_RATIO_BOUND`` = ±20 before it is
+exponentiated, the bound verl 0.9.1 uses (``compute_policy_loss``:
+``torch.clamp(negative_approx_kl, min=-20.0, max=20.0)``): the ratio stays in
+:math:`[e^{-20}, e^{20}]` instead of overflowing to inf, and its gradient is 0
+beyond the bound. Such a ratio is far outside any clip band, so the clipped
+surrogate is unchanged wherever its clip is active.
 """
 
 from __future__ import annotations
 
-from grpo_core._backend import is_torch, namespace
-from grpo_core._validate import finite_array, nonnegative, same_shape
+from grpo_core._backend import namespace
+from grpo_core._validate import finite_array, nonnegative, real_number, same_shape
+
+LOG_RATIO_BOUND = 20.0
 
 
-def _clip_range(eps_low, eps_high) -> tuple[float, float]:
+def _clamped(log_ratio):
+    """The log-ratio clamped to ±``LOG_RATIO_BOUND`` (verl's bound), before it is exponentiated."""
+    return namespace(log_ratio).clip(log_ratio, -LOG_RATIO_BOUND, LOG_RATIO_BOUND)
+
+
+def _ratio(logp, old_logp):
+    """Eq. (6): r = exp(log π_θ - log π_θ_old), the log-ratio clamped."""
+    return namespace(logp).exp(_clamped(logp - old_logp))
+
+
+def _surrogate(ratio, advantages, low: float, high: float, delta: float | None):
+    """Eq. (7): min(r Â, clip(r, low, high) Â), the unclipped branch capped at δ if given."""
+    xp = namespace(ratio)
+    unclipped = ratio if delta is None else xp.clip(ratio, None, delta)
+    return xp.minimum(unclipped * advantages, xp.clip(ratio, low, high) * advantages)
+
+
+def clip_range(eps_low, eps_high) -> tuple[float, float]:
+    """The band ``(1 - eps_low, 1 + eps_high)`` of eq. (7), validated; ``eps_high=None`` means ``eps_low``."""
     eps_low = nonnegative(eps_low, "eps_low")
     eps_high = eps_low if eps_high is None else nonnegative(eps_high, "eps_high")
     return 1.0 - eps_low, 1.0 + eps_high
+
+
+def delta_cap(delta, high: float) -> float | None:
+    """``delta`` validated: ``None`` or a number > 1 + eps_high."""
+    if delta is None:
+        return None
+    delta = real_number(delta, "delta")
+    if delta <= high:
+        raise ValueError(f"delta must be > 1 + eps_high = {high}, got {delta}")
+    return delta
+
+
+def _pair(ratio, advantages):
+    ratio = finite_array(ratio, "ratio")
+    advantages = finite_array(advantages, "advantages")
+    same_shape(ratio=ratio, advantages=advantages)
+    return ratio, advantages
 
 
 def importance_ratio(logp, old_logp):
     r"""Eq. (6): the importance ratio :math:`r = \pi_\theta(o)/\pi_{\theta_\mathrm{old}}(o)`.
 
     Computed from log-probabilities, which is how trainers hold them:
-    :math:`r = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`.
+    :math:`r = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`, the
+    log-ratio clamped to ±20 (module docstring).
     """
     logp = finite_array(logp, "logp")
     old_logp = finite_array(old_logp, "old_logp")
     same_shape(logp=logp, old_logp=old_logp)
-    return namespace(logp).exp(logp - old_logp)
+    return _ratio(logp, old_logp)
 
 
 def sequence_importance_ratio(logps, old_logps, mask):
-    r"""GSPO's sequence ratio, TRL's ``importance_sampling_level="sequence"``; shape ``(B, 1)``.
+    r"""GSPO's sequence ratio (TRL's ``importance_sampling_level="sequence"``), shape ``(B, 1)``.
 
-    :math:`s_i = \exp\big(\sum_t m_{i,t}(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})
-    / \max(\sum_t m_{i,t}, 1)\big)`: the geometric mean over completion i's
-    tokens of the per-token ratios of eq. (6), one number per completion.
-    ``logps``, ``old_logps`` and ``mask`` (0/1 or bool) are ``(B, T)``.
+    :math:`s_i = \exp\big(\sum_t m_{i,t}\,\delta_{i,t} / \max(\sum_t m_{i,t}, 1)\big)` with
+    :math:`\delta_{i,t} = \log\pi_\theta - \log\pi_{\theta_\mathrm{old}}` of token t,
+    the geometric mean of completion i's token ratios. ``logps``, ``old_logps``
+    and ``mask`` (bool or 0/1) have shape ``(B, T)``; values at masked
+    positions are never read (they may even be NaN). The mean log-ratio is
+    clamped to ±20 like every log-ratio here.
     """
-    logps = finite_array(logps, "logps", ndim=(2,))
-    old_logps = finite_array(old_logps, "old_logps", ndim=(2,))
-    mask = finite_array(mask, "mask", ndim=(2,))
-    same_shape(logps=logps, old_logps=old_logps, mask=mask)
-    if not bool(((mask == 0) | (mask == 1)).all()):
-        raise ValueError("mask must hold only 0 and 1 (or be a bool array)")
-    mask = mask.to(logps.dtype) if is_torch(mask) else mask
-    count = mask.sum(-1)[..., None].clip(min=1)
-    return namespace(logps).exp(((logps - old_logps) * mask).sum(-1)[..., None] / count)
+    from grpo_core.token_loss import _checked_batch  # torch only when asked for
+
+    logps, old_logps, _, _, (_, keep, _) = _checked_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
+    return _sequence_ratio(logps, old_logps, keep)
+
+
+def _sequence_ratio(logps, old_logps, keep):
+    """The kernel of :func:`sequence_importance_ratio`; ``keep`` is the boolean mask."""
+    from grpo_core.token_loss import _masked_log_ratio
+
+    log_ratio = _masked_log_ratio(logps, old_logps, keep, "logps - old_logps", clamp=False)
+    mean = log_ratio.sum(-1, keepdim=True) / keep.sum(-1, keepdim=True).clamp(min=1)
+    return namespace(logps).exp(_clamped(mean))
 
 
 def clipped_surrogate(
@@ -60,23 +111,17 @@ def clipped_surrogate(
     the minimum and the ratio lies outside the band, the term is constant in θ
     and its gradient is exactly 0.
 
-    ``delta`` (> 1 + ``eps_high``) caps the unclipped branch too,
-    :math:`\min(\min(r, \delta)\hat A,\ \mathrm{clip}(r)\hat A)`: TRL's ``delta``,
-    the two-sided clip of INTELLECT-2. It bounds the term of a negative-advantage
-    token, whose ratio eq. (7) leaves unbounded above, at :math:`\delta\hat A`.
+    ``delta`` (> 1 + ε_high) caps the unclipped branch too,
+    :math:`\min(\min(r, \delta)\hat A,\ \mathrm{clip}(r)\hat A)`: TRL's "two-sided
+    clipping" (INTELLECT-2), which bounds the term when Â < 0 and r is huge.
     """
-    ratio = finite_array(ratio, "ratio")
-    advantages = finite_array(advantages, "advantages")
-    same_shape(ratio=ratio, advantages=advantages)
-    low, high = _clip_range(eps_low, eps_high)
-    xp = namespace(ratio)
-    clipped = xp.clip(ratio, low, high) * advantages
-    if delta is not None:
-        delta = nonnegative(delta, "delta")
-        if delta <= high:
-            raise ValueError(f"delta must be > 1 + eps_high = {high}, got {delta}")
-        ratio = xp.minimum(ratio, xp.full_like(ratio, delta))
-    return xp.minimum(ratio * advantages, clipped)
+    ratio, advantages = _pair(ratio, advantages)
+    low, high = clip_range(eps_low, eps_high)
+    return _surrogate(ratio, advantages, low, high, delta_cap(delta, high))
+
+
+def _clip_masks(ratio, advantages, low: float, high: float):
+    return (ratio < low) & (advantages < 0), (ratio > high) & (advantages > 0)
 
 
 def clip_masks(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None):
@@ -85,12 +130,11 @@ def clip_masks(ratio, advantages, eps_low: float = 0.2, eps_high: float | None =
     Returns ``(low, high)`` boolean arrays: ``low`` where ``r < 1 - eps_low``
     and ``Â < 0``, ``high`` where ``r > 1 + eps_high`` and ``Â > 0``. Their union
     (``low | high``) is the "region" where the gradient of the term is zero.
+    The comparison is made in the dtype of ``ratio`` (the bounds rounded to
+    it), so NumPy and torch arrays of one dtype give the same masks.
     """
-    ratio = finite_array(ratio, "ratio")
-    advantages = finite_array(advantages, "advantages")
-    same_shape(ratio=ratio, advantages=advantages)
-    low, high = _clip_range(eps_low, eps_high)
-    return (ratio < low) & (advantages < 0), (ratio > high) & (advantages > 0)
+    ratio, advantages = _pair(ratio, advantages)
+    return _clip_masks(ratio, advantages, *clip_range(eps_low, eps_high))
 
 
 def clip_fractions(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None) -> dict[str, float]:

@@ -9,11 +9,21 @@ divergence", 2020). Each estimates :math:`\mathrm{KL}(\pi_\theta\,\|\,\pi_\mathr
 * k2 = :math:`\tfrac12(\log\rho)^2` — always ≥ 0, biased, low variance;
 * k3 = :math:`\rho - \log\rho - 1` — eq. (8): unbiased and always ≥ 0.
 
-Unbiased *values* do not make unbiased *gradients*. For :math:`o\sim\pi_\theta`,
-:math:`\mathbb E[\nabla k_1] = 0`, :math:`\mathbb E[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`
-and :math:`\mathbb E[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the other direction.
-Two corrections restore the chapter's direction: :func:`kl_k3_ratio` (TRL's
-``use_bias_correction_kl``) and :func:`kl_k3_plus` (verl's ``"k3+"``).
+Their *gradients* are another matter (what the loss actually uses):
+:math:`\mathbb E_{\pi_\theta}[\nabla k_1] = 0`,
+:math:`\mathbb E_{\pi_\theta}[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` and
+:math:`\mathbb E_{\pi_\theta}[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the reverse
+direction. Two production fixes restore the forward-KL gradient:
+:func:`kl_k3_ratio` (TRL's ``use_bias_correction_kl``) and :func:`kl_k3_plus`
+(verl's ``"k3+"``).
+
+Where :math:`\rho` is exponentiated, the log-ratio is clamped to
+``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (:data:`grpo_core.clipping.LOG_RATIO_BOUND`), the bound verl 0.9.1 applies
+before every ``exp`` of a log-ratio (``kl_penalty_forward`` and
+``compute_policy_loss`` in ``verl/trainer/ppo/core_algos.py``): a value stays
+below :math:`e^{20}\approx 4.9\cdot10^8` instead of overflowing, and its
+gradient is 0 beyond the bound (as a clamp's is). Log-probabilities of real
+policies rarely differ by more than 20 nats on a sampled token.
 """
 
 from __future__ import annotations
@@ -21,25 +31,40 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_core._backend import is_torch, namespace
-from grpo_core._validate import finite_array, probabilities, same_shape
-from grpo_core.clipping import importance_ratio
+from grpo_core._validate import finite_array, overflow_checked, probabilities, same_shape
+from grpo_core.clipping import _clamped, _ratio
 
 
-def _log_ratio(logp, ref_logp):
-    logp = finite_array(logp, "logp")
-    ref_logp = finite_array(ref_logp, "ref_logp")
-    same_shape(logp=logp, ref_logp=ref_logp)
-    return ref_logp - logp
+def _k3_of(log_rho):
+    """k3 = ρ - log ρ - 1 from the (clamped) log ρ, with ``expm1``: exactly 0 where the log-probs agree."""
+    return namespace(log_rho).expm1(log_rho) - log_rho
+
+
+def _k3(logp, ref_logp):
+    return _k3_of(_clamped(ref_logp - logp))
+
+
+def _k2(logp, ref_logp):
+    return 0.5 * (logp - ref_logp) ** 2
+
+
+def _log_probs(**named):
+    """Validate same-backend, same-shape log-probabilities; return them in the order given."""
+    arrays = {name: finite_array(value, name) for name, value in named.items()}
+    same_shape(**arrays)
+    return tuple(arrays.values())
 
 
 def kl_k1(logp, ref_logp):
     r"""k1 = :math:`\log\pi_\theta(o) - \log\pi_\mathrm{ref}(o)`, unbiased, can be negative."""
-    return -_log_ratio(logp, ref_logp)
+    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
+    return overflow_checked(lambda: logp - ref_logp, "k1 = logp - ref_logp")
 
 
 def kl_k2(logp, ref_logp):
     r"""k2 = :math:`\tfrac12(\log\pi_\mathrm{ref}(o) - \log\pi_\theta(o))^2`, nonnegative, biased."""
-    return 0.5 * _log_ratio(logp, ref_logp) ** 2
+    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
+    return overflow_checked(lambda: _k2(logp, ref_logp), "k2 = (logp - ref_logp)**2 / 2")
 
 
 def kl_k3(logp, ref_logp):
@@ -47,49 +72,65 @@ def kl_k3(logp, ref_logp):
 
     Unbiased for :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` when
     :math:`o \sim \pi_\theta`, and nonnegative because :math:`e^x \ge 1 + x`.
-    Written with ``expm1`` so that it is exactly 0 where the log-probs agree.
+    Written with ``expm1`` so that it is exactly 0 where the log-probs agree;
+    the log-ratio is clamped to ±20 (module docstring).
     """
-    log_ratio = _log_ratio(logp, ref_logp)
-    return namespace(log_ratio).expm1(log_ratio) - log_ratio
+    return _k3(*_log_probs(logp=logp, ref_logp=ref_logp))
 
 
 def kl_k3_ratio(logp, ref_logp, old_logp):
-    r"""Eq. (8) times the ratio of eq. (6): :math:`r\,k_3`, TRL's ``use_bias_correction_kl=True``.
+    r"""k3 times the importance ratio of eq. (6): :math:`r\,k_3`, :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}`.
 
-    TRL 1.16.0 multiplies each token's k3 by the *unclipped* importance ratio
-    :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}` (its default), and the
-    gradient flows through both factors. For :math:`o\sim\pi_{\theta_\mathrm{old}}`,
-    :math:`\mathbb E[\nabla(r\,k_3)] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`,
-    the chapter's direction, where plain k3 gives :math:`\nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`.
+    TRL 1.16.0's ``use_bias_correction_kl=True`` (``per_token_kl * coef_1``,
+    the *unclipped* ratio, gradient through both factors). For samples drawn
+    from :math:`\pi_{\theta_\mathrm{old}}`,
+    :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)]
+    = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
     """
-    return importance_ratio(logp, old_logp) * kl_k3(logp, ref_logp)
+    logp, ref_logp, old_logp = _log_probs(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
+    return _ratio(logp, old_logp) * _k3(logp, ref_logp)
+
+
+def _k3_plus_of(log_rho):
+    """k3's value, k2 = (log ρ)²/2's gradient (straight-through), from the (clamped) log ρ."""
+    k3 = _k3_of(log_rho)
+    if not is_torch(k3):
+        return k3
+    k2 = 0.5 * log_rho**2
+    return (k2 - k2.detach()) + k3.detach()
+
+
+def _k3_plus(logp, ref_logp):
+    return _k3_plus_of(_clamped(ref_logp - logp))
 
 
 def kl_k3_plus(logp, ref_logp):
-    r"""The value of k3 (eq. 8) with the gradient of k2: verl's ``kl_penalty(..., "k3+")``.
+    r"""The value of k3 with the gradient of k2 (straight-through), verl 0.9.1's ``kl_penalty(..., "k3+")``.
 
-    In torch, :math:`k_2 + (k_3 - k_2)` with the bracket detached (a
-    straight-through estimator): the value is unbiased for
-    :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` and the expected gradient,
-    for :math:`o\sim\pi_\theta`, is :math:`\nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
-    On NumPy arrays, which carry no gradient, it is k3.
+    :math:`\mathbb E_{\pi_\theta}[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, while
+    k3's own gradient estimates the reverse KL's. On torch the result is
+    ``(k2 - k2.detach()) + k3.detach()`` (verl's order of terms, so the value is
+    k3 bit for bit); NumPy has no gradient and returns the k3 value.
     """
-    k3 = kl_k3(logp, ref_logp)
-    if not is_torch(k3):
-        return k3
-    k2 = kl_k2(logp, ref_logp)
-    return k2 + (k3 - k2).detach()
+    return _k3_plus(*_log_probs(logp=logp, ref_logp=ref_logp))
 
 
 def categorical_kl(p, q) -> np.ndarray:
-    r"""Exact :math:`\mathrm{KL}(p\|q) = \sum_a p_a \log(p_a/q_a)` over the last axis."""
-    p = np.asarray(probabilities(p, "p"), dtype=float)
-    q = np.asarray(probabilities(q, "q"), dtype=float)
+    r"""Exact :math:`\mathrm{KL}(p\|q) = \sum_a p_a \log(p_a/q_a)` over the last axis.
+
+    ``p`` may hold exact zeros (:math:`0\log 0 = 0`); ``q`` must be > 0 wherever ``p`` is.
+    """
+    p = probabilities(p, "p", allow_zero=True)
+    q = probabilities(q, "q", allow_zero=True)
     same_shape(p=p, q=q)
-    return np.maximum((p * (np.log(p) - np.log(q))).sum(axis=-1), 0.0)
+    if bool(((q == 0) & (p > 0)).any()):
+        raise ValueError("q must be > 0 wherever p > 0 (else KL(p||q) is infinite)")
+    support = p > 0
+    terms = np.where(support, p * (np.log(np.where(support, p, 1.0)) - np.log(np.where(support, q, 1.0))), 0.0)
+    return np.maximum(terms.sum(axis=-1), 0.0)
 
 
 def entropy(p) -> np.ndarray:
-    r"""Shannon entropy :math:`H(p) = -\sum_a p_a \log p_a` in nats, over the last axis."""
-    p = np.asarray(probabilities(p, "p"), dtype=float)
-    return -(p * np.log(p)).sum(axis=-1)
+    r"""Shannon entropy :math:`H(p) = -\sum_a p_a \log p_a` in nats, over the last axis (:math:`0\log 0 = 0`)."""
+    p = probabilities(p, "p", allow_zero=True)
+    return -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(axis=-1)

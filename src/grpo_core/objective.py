@@ -8,11 +8,26 @@ version, with a mean over each completion's tokens, is
 
 from __future__ import annotations
 
-from grpo_core._validate import choice, nonnegative
-from grpo_core.clipping import clipped_surrogate, importance_ratio
-from grpo_core.kl import kl_k3, kl_k3_plus, kl_k3_ratio
+from grpo_core._validate import choice, finite_array, nonnegative, overflow_checked, same_shape
+from grpo_core.clipping import _clamped, _ratio, _surrogate, clip_range, delta_cap
+from grpo_core.kl import _k3_of, _k3_plus_of
 
 KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
+
+
+def _kl_term(estimator: str, log_rho, ratio):
+    """The per-sample KL term that enters the loss, from the clamped log ρ = log π_ref - log π_θ:
+    k3 (eq. 8), r·k3 (``"k3_ratio"``) or k3 with k2's gradient (``"k3_plus"``)."""
+    if estimator == "k3_plus":
+        return _k3_plus_of(log_rho)
+    k3 = _k3_of(log_rho)
+    return ratio * k3 if estimator == "k3_ratio" else k3
+
+
+def _samples(**named):
+    arrays = {name: finite_array(value, name) for name, value in named.items()}
+    same_shape(**arrays)
+    return tuple(arrays.values())
 
 
 def clip_objective(
@@ -20,10 +35,14 @@ def clip_objective(
 ):
     r"""Eq. (7) with one action per sample: :math:`\frac1G\sum_i \min(r_i\hat A_i,\ \mathrm{clip}(r_i)\hat A_i)`.
 
-    ``delta`` is the two-sided clip of :func:`grpo_core.clipping.clipped_surrogate`.
+    ``delta`` caps the unclipped branch as in :func:`grpo_core.clipping.clipped_surrogate`.
     """
-    ratio = importance_ratio(logp, old_logp)
-    return clipped_surrogate(ratio, advantages, eps_low, eps_high, delta).mean()
+    logp, old_logp, advantages = _samples(logp=logp, old_logp=old_logp, advantages=advantages)
+    low, high = clip_range(eps_low, eps_high)
+    delta = delta_cap(delta, high)
+    return overflow_checked(
+        lambda: _surrogate(_ratio(logp, old_logp), advantages, low, high, delta).mean(), "the mean of r·advantages"
+    )
 
 
 def grpo_objective(
@@ -48,17 +67,23 @@ def grpo_objective(
     tensor out, differentiable in ``logp``. This is to be *maximised*.
 
     ``kl_estimator`` picks the KL term: ``"k3"`` (eq. 8), ``"k3_ratio"``
-    (:func:`~grpo_core.kl.kl_k3_ratio`, TRL's ``use_bias_correction_kl=True``) or
-    ``"k3_plus"`` (:func:`~grpo_core.kl.kl_k3_plus`, verl's ``"k3+"``); ``delta``
-    is the two-sided clip. One action per sample: the token ratio is the sequence ratio.
+    (:math:`r_i k_3`, TRL's ``use_bias_correction_kl``, see
+    :func:`grpo_core.kl.kl_k3_ratio`) or ``"k3_plus"`` (k3's value, k2's
+    gradient, :func:`grpo_core.kl.kl_k3_plus`); ``delta`` caps the unclipped
+    branch (:func:`grpo_core.clipping.clipped_surrogate`). With one action per
+    sample the token and the sequence ratio coincide.
     """
+    logp, old_logp, ref_logp, advantages = _samples(
+        logp=logp, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages
+    )
+    low, high = clip_range(eps_low, eps_high)
+    delta = delta_cap(delta, high)
     beta = nonnegative(beta, "beta")
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
-    surrogate = clip_objective(logp, old_logp, advantages, eps_low, eps_high, delta)
-    if kl_estimator == "k3":
-        kl = kl_k3(logp, ref_logp)
-    elif kl_estimator == "k3_plus":
-        kl = kl_k3_plus(logp, ref_logp)
-    else:
-        kl = kl_k3_ratio(logp, ref_logp, old_logp)
-    return surrogate - beta * kl.mean()
+    ratio = _ratio(logp, old_logp)
+
+    def objective():
+        surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
+        return surrogate - beta * _kl_term(kl_estimator, _clamped(ref_logp - logp), ratio).mean()
+
+    return overflow_checked(objective, "the objective (advantages or beta too large)")

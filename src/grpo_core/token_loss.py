@@ -31,25 +31,23 @@ only place where the trainers differ, and the source of length bias (§9):
 When every completion is a single token all four agree, and the loss is
 minus the bandit objective :func:`grpo_core.objective.grpo_objective`.
 
-Three options reproduce production variants of eqs. (6)–(8) (TRL 1.16.0):
-``importance_sampling_level="sequence"`` replaces the per-token ratio by GSPO's
-sequence ratio (:func:`~grpo_core.clipping.sequence_importance_ratio`);
-``delta`` is the two-sided clip (:func:`~grpo_core.clipping.clipped_surrogate`);
-``kl_estimator`` picks the KL term: ``"k3"`` (eq. 8), ``"k3_ratio"``
-(:func:`~grpo_core.kl.kl_k3_ratio`, TRL's default ``use_bias_correction_kl=True``)
-or ``"k3_plus"`` (:func:`~grpo_core.kl.kl_k3_plus`, verl's ``"k3+"``).
+Masked positions never matter: the log-ratios are masked with ``where``
+*before* anything is exponentiated, so whatever sits at a padded position
+(finite garbage, NaN, inf) the loss, its gradient (exactly 0 there) and every
+metric are bit for bit the same.
 """
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive_int
-from grpo_core.clipping import clip_masks, clipped_surrogate, importance_ratio, sequence_importance_ratio
-from grpo_core.kl import kl_k3, kl_k3_plus
+from grpo_core._validate import all_finite, choice, finite_array, nonnegative, positive_int
+from grpo_core.clipping import LOG_RATIO_BOUND, _clamped, _surrogate, clip_range, delta_cap
+from grpo_core.objective import KL_ESTIMATORS, _kl_term
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
-KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 
@@ -60,7 +58,7 @@ def _tensor(value, name: str) -> torch.Tensor:
 
 
 def _log_probs(value, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
-    """A floating (B, T) tensor of log-probabilities; finiteness is checked where it is used."""
+    """A floating (B, T) tensor of log-probabilities (16-bit ones as float32); finiteness is checked under the mask."""
     value = _tensor(value, name)
     if not value.is_floating_point():
         raise TypeError(f"{name} must hold floating-point log-probabilities, got dtype {value.dtype}")
@@ -68,33 +66,76 @@ def _log_probs(value, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
         raise ValueError(f"{name} must have shape (completions, tokens) with both > 0, got {tuple(value.shape)}")
     if shape is not None and tuple(value.shape) != shape:
         raise ValueError(f"{name} must have the shape of logps {shape}, got {tuple(value.shape)}")
-    return value
+    return value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
 
 
-def _token_mask(mask, shape: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The mask as given (bool, integer or float 0/1) and its per-completion token counts."""
+def _token_mask(mask, shape: tuple[int, ...], allow_empty_rows: bool):
+    """The mask as given (bool, integer or float 0/1), as booleans, and its per-completion token counts."""
     mask = _tensor(mask, "mask")
     if tuple(mask.shape) != shape:
         raise ValueError(f"mask must have the shape of logps {shape}, got {tuple(mask.shape)}")
-    if mask.is_floating_point():
-        binary = bool(((mask == 0) | (mask == 1)).all())
+    if mask.dtype == torch.bool:
+        keep = mask
+    elif mask.is_floating_point() or mask.dtype.is_complex:
+        if mask.dtype.is_complex or not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
+        keep = mask != 0
     else:  # integers: two reductions, no (B, T) temporary
-        binary = mask.dtype == torch.bool or (int(mask.min()) >= 0 and int(mask.max()) <= 1)
-    if not binary:
-        raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
-    lengths = mask.sum(-1)
-    if not bool((lengths > 0).all()):
+        if int(mask.min()) < 0 or int(mask.max()) > 1:
+            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
+        keep = mask.bool()
+    lengths = keep.sum(-1)
+    if not allow_empty_rows and not bool((lengths > 0).all()):
         empty = torch.nonzero(lengths == 0).flatten().tolist()
         raise ValueError(
             f"mask: every completion needs at least one token; rows {empty} are all zeros "
             "(drop fully masked completions, e.g. masked truncations, before calling)"
         )
-    return mask, lengths
+    return mask, keep, lengths
 
 
-def _fraction(flags: torch.Tensor, mask: torch.Tensor, num_tokens: torch.Tensor) -> float:
-    """Fraction of the (unmasked) tokens where ``flags`` is true; ``flags`` is overwritten."""
-    return float(flags.logical_and_(mask).sum() / num_tokens)
+def _checked_batch(logps, old_logps, ref_logps, advantages, mask, *, allow_empty_rows: bool = False):
+    """The boundary checks of the token-level functions: types, shapes, dtypes, the mask, Â finite."""
+    logps = _log_probs(logps, "logps", None)
+    shape = tuple(logps.shape)
+    old_logps = _log_probs(old_logps, "old_logps", shape)
+    if ref_logps is not None:
+        ref_logps = _log_probs(ref_logps, "ref_logps", shape)
+    if advantages is not None:
+        advantages = _tensor(advantages, "advantages")
+        if tuple(advantages.shape) != shape[:1]:
+            raise ValueError(
+                f"advantages must have shape ({shape[0]},), one per completion, got {tuple(advantages.shape)}"
+            )
+        advantages = finite_array(advantages, "advantages")
+    mask, keep, lengths = _token_mask(mask, shape, allow_empty_rows)
+    return logps, old_logps, ref_logps, advantages, (mask, keep, lengths)
+
+
+def _masked_log_ratio(top, bottom, keep, names: str, *, clamp: bool = True):
+    """``top - bottom`` where the mask is 1, exactly 0 elsewhere, clamped to ±``LOG_RATIO_BOUND`` if ``clamp``.
+
+    One read-only pass (``aminmax``) both checks the unmasked entries finite
+    and tells whether the clamp can change anything; when it cannot (the usual
+    case) the clamp, a no-op, is skipped with its backward pass.
+    """
+    log_ratio = torch.where(keep, top - bottom, 0.0)
+    smallest, largest = (float(v) for v in torch.aminmax(log_ratio.detach()))
+    if not (math.isfinite(smallest) and math.isfinite(largest)):
+        first, second = names.split(" - ")
+        for tensor, name in ((top, first), (bottom, second)):
+            if not all_finite(torch.where(keep, tensor.detach(), 0.0)):
+                raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
+        raise ValueError(f"{names} overflows the float range where mask is 1")
+    if not clamp or (smallest >= -LOG_RATIO_BOUND and largest <= LOG_RATIO_BOUND):
+        return log_ratio
+    return _clamped(log_ratio)
+
+
+def _tokens_per_row(flags: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Unmasked tokens flagged, per completion. A masked token has the token ratio exp(0) = 1,
+    inside every band, so a (B, T) flag needs no mask; a (B, 1) sequence flag covers its completion's tokens."""
+    return flags[:, 0] * lengths if flags.shape[-1] == 1 else flags.sum(-1)
 
 
 def grpo_token_loss(
@@ -122,7 +163,9 @@ def grpo_token_loss(
         Per-token log-probabilities of the sampled tokens under π_θ (with
         autograd), π_θ_old and π_ref (both treated as constants). ``ref_logps``
         may be ``None`` when ``beta == 0``; when it is given with ``beta == 0``
-        the KL is still reported, but does not enter the loss.
+        the KL is still reported, but does not enter the loss. float16 and
+        bfloat16 are computed in float32. Entries where ``mask`` is 0 are never
+        read; entries where it is 1 must be finite.
     advantages : tensor of shape ``(B,)``
         One Â_i per completion (eq. 3), broadcast over its tokens.
     mask : tensor of shape ``(B, T)``, bool or 0/1
@@ -136,12 +179,17 @@ def grpo_token_loss(
         be at least the longest completion.
     num_items_in_batch : the token count of the global batch, for "dapo"
         (default: the tokens of this batch); at least the tokens of this batch.
-    kl_estimator : {"k3", "k3_ratio", "k3_plus"}, the per-token KL term
-        (see the module docstring); ``metrics["kl"]`` is its masked token mean.
-    delta : the two-sided clip's cap on the ratio, > 1 + eps_high, or None.
-    importance_sampling_level : {"token", "sequence"}: the ratio of eq. (6)
-        per token, or the sequence ratio broadcast over the completion's tokens;
-        the clip, the clip metrics and "k3_ratio" all use it.
+    kl_estimator : {"k3", "k3_ratio", "k3_plus"}
+        The per-token KL term β multiplies: k3 (eq. 8), r·k3 (TRL's
+        ``use_bias_correction_kl``, :func:`grpo_core.kl.kl_k3_ratio`) or k3's
+        value with k2's gradient (verl's "k3+", :func:`grpo_core.kl.kl_k3_plus`).
+    delta : None or a number > 1 + eps_high
+        Caps the unclipped branch at δ (TRL's two-sided clipping,
+        :func:`grpo_core.clipping.clipped_surrogate`).
+    importance_sampling_level : {"token", "sequence"}
+        The ratio of eq. (6) per token, or GSPO's sequence ratio
+        (:func:`grpo_core.clipping.sequence_importance_ratio`) on every token
+        of the completion; the clip, its metrics and "k3_ratio" use it.
 
     Returns
     -------
@@ -149,64 +197,56 @@ def grpo_token_loss(
     metrics : dict with the names TRL logs: ``"clip_ratio/low_mean"``,
         ``"clip_ratio/high_mean"``, ``"clip_ratio/region_mean"`` (fractions of
         tokens whose clip is active, as in :func:`grpo_core.clipping.clip_masks`),
-        ``"kl"`` (masked token mean of the KL term, when ``ref_logps`` is
+        ``"kl"`` (the mean over tokens of the KL term, when ``ref_logps`` is
         given) and ``"loss"``.
 
-    Every (B, T) input is checked once for NaN/inf, by the formula that first
-    uses it (:func:`~grpo_core.clipping.importance_ratio`,
-    :func:`~grpo_core.kl.kl_k3`); the shapes, the mask and the options are
-    checked here, before any arithmetic.
+    Everything is checked here, once, before the arithmetic; the finiteness of
+    the unmasked entries is checked on the masked log-ratios the loss needs
+    anyway.
     """
-    logps = _log_probs(logps, "logps", None)
+    logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = _checked_batch(
+        logps, old_logps, ref_logps, _tensor(advantages, "advantages"), mask
+    )
     shape = tuple(logps.shape)
-    old_logps = _log_probs(old_logps, "old_logps", shape)
-    advantages = _tensor(advantages, "advantages")
-    if tuple(advantages.shape) != shape[:1]:
-        raise ValueError(f"advantages must have shape ({shape[0]},), one per completion, got {tuple(advantages.shape)}")
-    advantages = finite_array(advantages, "advantages")
-    mask, lengths = _token_mask(mask, shape)
     beta = nonnegative(beta, "beta")
     if ref_logps is None and beta > 0:
         raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
-    if ref_logps is not None:
-        ref_logps = _log_probs(ref_logps, "ref_logps", shape)
+    low, high = clip_range(eps_low, eps_high)
+    delta = delta_cap(delta, high)
     choice(loss_type, "loss_type", LOSS_TYPES)
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
     choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
     num_tokens = lengths.sum()
-    if loss_type == "dr_grpo":
-        longest = int(lengths.max())
-        max_length = positive_int(
-            shape[1] if max_completion_length is None else max_completion_length, "max_completion_length"
+    max_length = (
+        shape[1] if max_completion_length is None else positive_int(max_completion_length, "max_completion_length")
+    )
+    if loss_type == "dr_grpo" and max_length < int(lengths.max()):
+        raise ValueError(
+            f"max_completion_length must be >= the longest completion ({int(lengths.max())}), got {max_length}"
         )
-        if max_length < longest:
-            raise ValueError(f"max_completion_length must be >= the longest completion ({longest}), got {max_length}")
-    if loss_type == "dapo" and num_items_in_batch is not None:
+    if num_items_in_batch is not None:
         num_items = positive_int(num_items_in_batch, "num_items_in_batch")
         if num_items < int(num_tokens):
             raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
 
-    adv = advantages.to(logps.dtype).unsqueeze(-1).expand(shape)  # a view: Â_i on every token of completion i
-    if importance_sampling_level == "token":
-        ratio = importance_ratio(logps, old_logps.detach())
-    else:
-        ratio = sequence_importance_ratio(logps, old_logps.detach(), mask).expand(shape)
-    per_token = -clipped_surrogate(ratio, adv, eps_low, eps_high, delta)
+    sequence = importance_sampling_level == "sequence"
+    log_ratio = _masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps", clamp=not sequence)
+    if sequence:  # GSPO: the mean log-ratio of each completion, then clamped
+        log_ratio = _clamped(log_ratio.sum(-1, keepdim=True) / lengths.unsqueeze(-1))
+    ratio = torch.exp(log_ratio)  # eq. (6): (B, T), or (B, 1) for the sequence ratio
+    adv = advantages.to(ratio.dtype).unsqueeze(-1)  # Â_i on every token of completion i
+    surrogate = _surrogate(ratio, adv, low, high, delta).expand(shape)
+    per_token = -surrogate
     metrics: dict[str, float] = {}
     if ref_logps is not None:
-        ref_logps = ref_logps.detach()
-        if kl_estimator == "k3":
-            kl = kl_k3(logps, ref_logps)
-        elif kl_estimator == "k3_plus":
-            kl = kl_k3_plus(logps, ref_logps)
-        else:  # "k3_ratio", grpo_core.kl.kl_k3_ratio with the ratio in use (unclipped)
-            kl = ratio * kl_k3(logps, ref_logps)
+        log_rho = _masked_log_ratio(ref_logps.detach(), logps, keep, "ref_logps - logps")
+        kl = _kl_term(kl_estimator, log_rho, ratio)  # 0 at masked positions
         if beta > 0:
-            per_token = per_token + beta * kl
+            per_token = (beta * kl).sub_(surrogate)  # β·KL - surrogate, the same bits as -surrogate + β·KL
         with torch.no_grad():
-            metrics["kl"] = float((kl * mask).sum() / num_tokens)
+            metrics["kl"] = float(kl.sum() / num_tokens)
 
-    token_sum = per_token * mask
+    token_sum = per_token * mask  # per_token is finite everywhere, so this is exactly 0 at masked positions
     if loss_type == "grpo":
         loss = (token_sum.sum(-1) / lengths).mean()
     elif loss_type == "dr_grpo":
@@ -217,10 +257,12 @@ def grpo_token_loss(
         loss = token_sum.sum() / num_tokens
 
     with torch.no_grad():
-        low, high = clip_masks(ratio, adv, eps_low, eps_high)
-        in_batch = mask if mask.dtype == torch.bool else mask.bool()
-        metrics["clip_ratio/region_mean"] = _fraction(low | high, in_batch, num_tokens)
-        metrics["clip_ratio/low_mean"] = _fraction(low, in_batch, num_tokens)
-        metrics["clip_ratio/high_mean"] = _fraction(high, in_batch, num_tokens)
+        low_count = (_tokens_per_row(ratio < low, lengths) * (advantages < 0)).sum()
+        high_count = (_tokens_per_row(ratio > high, lengths) * (advantages > 0)).sum()
+        metrics["clip_ratio/region_mean"] = float((low_count + high_count) / num_tokens)  # float32, as TRL logs it
+        metrics["clip_ratio/low_mean"] = float(low_count / num_tokens)
+        metrics["clip_ratio/high_mean"] = float(high_count / num_tokens)
     metrics["loss"] = float(loss.detach())
+    if not math.isfinite(metrics["loss"]):
+        raise ValueError("the loss exceeds the float range: advantages (or beta) too large; rescale them")
     return loss, metrics

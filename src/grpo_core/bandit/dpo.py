@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import finite_array, nonnegative, positive, positive_int, probabilities
+from grpo_core._validate import nonnegative, numpy_array, positive, positive_int, probabilities
 from grpo_core.bandit.env import check_rng, log_softmax
 from grpo_core.bandit.trainer import BanditTrainer
 
@@ -50,13 +50,13 @@ def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.n
     ``temperature = 0`` is the deterministic limit: 1 if :math:`r_a > r_b`, 0 if
     :math:`r_a < r_b`, 1/2 on a tie.
     """
-    diff = np.asarray(finite_array(reward_a, "reward_a"), dtype=float) - np.asarray(
-        finite_array(reward_b, "reward_b"), dtype=float
-    )
+    reward_a, reward_b = numpy_array(reward_a, "reward_a"), numpy_array(reward_b, "reward_b")
     temperature = nonnegative(temperature, "temperature")
-    if temperature == 0:
-        return 0.5 * (1.0 + np.sign(diff))
-    return np.exp(-np.logaddexp(0.0, -diff / temperature))
+    with np.errstate(over="ignore"):  # a margin beyond 1.8e308 is ±inf: P is then exactly 0 or 1
+        diff = reward_a - reward_b
+        if temperature == 0:
+            return 0.5 * (1.0 + np.sign(diff))
+        return np.exp(-np.logaddexp(0.0, -diff / temperature))
 
 
 def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generator, temperature: float = 0.0):
@@ -67,8 +67,8 @@ def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generato
     :func:`preference_probability` of their rewards: the reward table is
     consulted here, once, and never during training.
     """
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
-    ref_probs = np.asarray(probabilities(ref_probs, "ref_probs"), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
+    ref_probs = probabilities(ref_probs, "ref_probs")
     if ref_probs.shape != rewards.shape or rewards.size < 2:
         raise ValueError(f"ref_probs must have the shape of rewards (>= 2 actions), got {ref_probs.shape}")
     num_pairs = positive_int(num_pairs, "num_pairs")
@@ -91,51 +91,80 @@ def _pairs(pairs, num_actions: int) -> np.ndarray:
     return pairs
 
 
+def _log_ratio(logits, ref_logits) -> np.ndarray:
+    """log π_θ(a) - log π_ref(a) of every action, both logit vectors validated by name."""
+    log_probs = log_softmax(numpy_array(logits, "logits", ndim=(1,)))
+    ref_log_probs = log_softmax(numpy_array(ref_logits, "ref_logits", ndim=(1,)), "ref_logits")
+    if ref_log_probs.shape != log_probs.shape:
+        raise ValueError(f"ref_logits must have the shape of logits {log_probs.shape}, got {ref_log_probs.shape}")
+    return log_probs - ref_log_probs
+
+
+def _margins(log_ratio, pairs, beta: float) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        margins = beta * (log_ratio[pairs[:, 0]] - log_ratio[pairs[:, 1]])
+    if not np.isfinite(margins).all():
+        raise ValueError(f"beta = {beta} times a log-ratio margin overflows float64: lower beta")
+    return margins
+
+
+def _checked(logits, ref_logits, pairs, beta) -> tuple[np.ndarray, np.ndarray, int]:
+    """The margins h_n of the validated inputs, the validated pairs and the number of actions."""
+    log_ratio = _log_ratio(logits, ref_logits)
+    pairs = _pairs(pairs, log_ratio.size)
+    return _margins(log_ratio, pairs, positive(beta, "beta")), pairs, log_ratio.size
+
+
 def dpo_margins(logits, ref_logits, pairs, beta: float) -> np.ndarray:
     r"""The margin per pair,
     :math:`h = \beta[(\log\pi(y_w) - \log\pi_\mathrm{ref}(y_w)) - (\log\pi(y_l) - \log\pi_\mathrm{ref}(y_l))]`."""
-    log_ratio = log_softmax(finite_array(logits, "logits", ndim=(1,))) - log_softmax(
-        finite_array(ref_logits, "ref_logits", ndim=(1,))
-    )
-    pairs = _pairs(pairs, log_ratio.size)
-    return positive(beta, "beta") * (log_ratio[pairs[:, 0]] - log_ratio[pairs[:, 1]])
+    return _checked(logits, ref_logits, pairs, beta)[0]
 
 
 def dpo_loss(logits, ref_logits, pairs, beta: float) -> float:
     r"""The DPO loss :math:`\mathrm{mean}_n\,[-\log\sigma(h_n)]` (see the module docstring), computed stably."""
-    return float(np.logaddexp(0.0, -dpo_margins(logits, ref_logits, pairs, beta)).mean())
+    return float(np.logaddexp(0.0, -_checked(logits, ref_logits, pairs, beta)[0]).mean())
 
 
 def dpo_gradient(logits, ref_logits, pairs, beta: float) -> np.ndarray:
     r""":math:`\nabla_\theta` of :func:`dpo_loss`, by hand (module docstring).
 
-    :math:`\mathrm{mean}_n[-\beta\,\sigma(-h_n)(e_{y_w} - e_{y_l})]`.
+    :math:`\mathrm{mean}_n[-\beta\,\sigma(-h_n)(e_{y_w} - e_{y_l})]`. Takes what
+    :func:`dpo_loss` takes (NumPy, torch, sequences) and returns a NumPy array.
     """
-    margins = dpo_margins(logits, ref_logits, pairs, beta)
-    chosen, rejected = np.asarray(pairs).T
-    weight = beta * np.exp(-np.logaddexp(0.0, margins))  # β σ(-h), without overflow
-    size = np.size(logits)
+    margins, pairs, size = _checked(logits, ref_logits, pairs, beta)
+    weight = float(beta) * np.exp(-np.logaddexp(0.0, margins))  # β σ(-h), without overflow
+    chosen, rejected = pairs.T
     return (np.bincount(rejected, weight, minlength=size) - np.bincount(chosen, weight, minlength=size)) / margins.size
 
 
 def implicit_rewards(logits, ref_logits, beta: float) -> np.ndarray:
     r"""DPO's implicit reward :math:`\hat r(a) = \beta\log(\pi_\theta(a)/\pi_\mathrm{ref}(a))` of every action."""
-    logits = finite_array(logits, "logits", ndim=(1,))
-    ref_logits = finite_array(ref_logits, "ref_logits", ndim=(1,))
-    return positive(beta, "beta") * (log_softmax(logits) - log_softmax(ref_logits))
+    log_ratio = _log_ratio(logits, ref_logits)
+    beta = positive(beta, "beta")
+    with np.errstate(over="ignore"):
+        rewards = beta * log_ratio
+    if not np.isfinite(rewards).all():
+        raise ValueError(f"beta = {beta} times log π/π_ref overflows float64: lower beta")
+    return rewards
 
 
 def kl_regularized_optimum(ref_probs, rewards, beta: float) -> np.ndarray:
     r""":math:`\pi^*(a) = \pi_\mathrm{ref}(a)\,e^{r(a)/\beta} / Z`.
 
     The maximiser of :math:`\mathbb E_\pi[r] - \beta\,\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (Rafailov et al., eq. 4).
+    Computed in log space; ``ref_probs`` must be > 0 (π* is 0 wherever π_ref is).
     """
-    ref_probs = np.asarray(probabilities(ref_probs, "ref_probs"), dtype=float)
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    ref_probs = probabilities(ref_probs, "ref_probs")
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != ref_probs.shape:
         raise ValueError(f"rewards must have the shape of ref_probs {ref_probs.shape}, got {rewards.shape}")
-    logits = np.log(ref_probs) + rewards / positive(beta, "beta")
-    return np.exp(log_softmax(logits))
+    beta = positive(beta, "beta")
+    with np.errstate(over="ignore"):
+        logits = np.log(ref_probs) + rewards / beta
+    if not np.isfinite(logits).all() or not np.isfinite(np.ptp(logits)):
+        raise ValueError(f"rewards / beta overflows float64 (beta = {beta}): raise beta or rescale the rewards")
+    return np.exp(log_softmax(logits, "rewards / beta"))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import finite_array, positive_int, probabilities
+from grpo_core._validate import numpy_array, positive_int, probabilities
 
 #: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11); B is best.
 CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
@@ -18,17 +18,27 @@ CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
 ACTION_NAMES = ("A", "B", "C", "D")
 
 
-def softmax(logits) -> np.ndarray:
-    """π_θ = softmax(θ) over the last axis, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):  # a logit 1.8e308 below the largest has probability exactly 0
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 
-def log_softmax(logits) -> np.ndarray:
-    """log π_θ, computed stably."""
-    logits = np.asarray(finite_array(logits, "logits", ndim=(1, 2)), dtype=float)
-    shifted = logits - logits.max(axis=-1, keepdims=True)
+def softmax(logits) -> np.ndarray:
+    """π_θ = softmax(θ) over the last axis, computed stably."""
+    return _softmax(numpy_array(logits, "logits", ndim=(1, 2)))
+
+
+def log_softmax(logits, name: str = "logits") -> np.ndarray:
+    """log π_θ, computed stably; logits whose spread exceeds the float64 range are refused (log π would be -inf).
+
+    ``name`` is the argument an error message names (``"ref_logits"`` for π_ref's logits).
+    """
+    logits = numpy_array(logits, name, ndim=(1, 2))
+    with np.errstate(over="ignore"):
+        shifted = logits - logits.max(axis=-1, keepdims=True)
+    if not np.isfinite(shifted).all():
+        raise ValueError(f"{name}: log π overflows float64, the spread max - min of the logits exceeds 1.8e308")
     return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
 
 
@@ -53,16 +63,16 @@ def check_actions(actions, num_actions: int) -> np.ndarray:
 
 def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray:
     """Eq. (1): draw ``group_size`` actions i.i.d. from π (one prompt's group)."""
-    probs = np.asarray(finite_array(probs, "probs", ndim=(1,)), dtype=float)
-    if (probs < 0).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
-        raise ValueError("probs must be nonnegative and sum to 1")
+    probs = numpy_array(probs, "probs", ndim=(1,))
+    if (probs < 0).any() or (probs > 1).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
+        raise ValueError("probs must lie in [0, 1] and sum to 1")
     group_size = positive_int(group_size, "group_size")
     return check_rng(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
 
 
 def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
     """Eq. (2): :math:`R_i = r(q, o_i)`, here a lookup in the bandit's reward table."""
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    table = numpy_array(reward_table, "reward_table", ndim=(1,))
     return table[check_actions(actions, table.size)]
 
 
@@ -72,7 +82,7 @@ def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
     What a critic would have to learn; the group mean (eq. 5) estimates it.
     """
     probs = np.asarray(probabilities(probs, "probs"), dtype=float)
-    table = np.asarray(finite_array(reward_table, "reward_table", ndim=(1,)), dtype=float)
+    table = numpy_array(reward_table, "reward_table", ndim=(1,))
     if table.shape != probs.shape[-1:]:
         raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
     return probs @ table

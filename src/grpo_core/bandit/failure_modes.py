@@ -21,15 +21,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import choice, finite_array, nonnegative, positive, positive_int
-from grpo_core.advantages import centered_rewards, zero_std_fraction, zero_std_mask
+from grpo_core._validate import (
+    choice,
+    nonnegative,
+    numpy_array,
+    positive,
+    positive_int,
+    scalar,
+    unit_interval,
+)
+from grpo_core.advantages import _centered, _power_of_two, _rewards, zero_std_fraction, zero_std_mask
 from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group
 from grpo_core.bandit.grpo import GRPOConfig, objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
 
 
 def _success_probs(success_probs, ndim: tuple[int, ...]) -> np.ndarray:
-    success_probs = np.asarray(finite_array(success_probs, "success_probs", ndim=ndim), dtype=float)
+    success_probs = numpy_array(success_probs, "success_probs", ndim=ndim)
     if (success_probs < 0).any() or (success_probs > 1).any():
         raise ValueError("success_probs must lie in [0, 1]")
     return success_probs
@@ -57,17 +65,15 @@ def noisy_reward_model(
     ``lucky_reward`` with probability ``lucky_prob``: a bad completion the
     reward model sometimes loves.
     """
-    true_rewards = np.asarray(finite_array(true_rewards, "true_rewards", ndim=(1,)), dtype=float)
+    true_rewards = numpy_array(true_rewards, "true_rewards", ndim=(1,))
     actions = check_actions(actions, true_rewards.size)
     noise_std = nonnegative(noise_std, "noise_std")
-    lucky_prob = nonnegative(lucky_prob, "lucky_prob")
-    if lucky_prob > 1:
-        raise ValueError(f"lucky_prob must lie in [0, 1], got {lucky_prob}")
-    lucky_reward = float(finite_array(lucky_reward, "lucky_reward", ndim=(0,)))
+    lucky_prob = unit_interval(lucky_prob, "lucky_prob")
+    lucky_reward = scalar(lucky_reward, "lucky_reward")
     rng = check_rng(rng)
     scores = true_rewards[actions] + noise_std * rng.standard_normal(actions.size)
     if lucky_action is not None:
-        check_actions(np.array([lucky_action]), true_rewards.size)
+        positive_int(lucky_action, "lucky_action", minimum=0, maximum=true_rewards.size - 1)
         lucky = (actions == lucky_action) & (rng.random(actions.size) < lucky_prob)
         scores = np.where(lucky, lucky_reward, scores)
     return scores
@@ -82,9 +88,12 @@ def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
     to unit scale. Zero-variance groups still give exactly 0 (Property 4.1).
     """
     std_floor = positive(std_floor, "std_floor")
-    centered = centered_rewards(rewards)
-    std = np.asarray(rewards, dtype=float).std(axis=-1, keepdims=True)
-    return centered / np.maximum(std, std_floor)
+    rewards = _rewards(rewards)
+    unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
+    centered, shifted = _centered(rewards / unit)
+    with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
+        floor = std_floor / unit
+    return centered / np.maximum(shifted.std(axis=-1, keepdims=True), floor)
 
 
 ZERO_STD_HANDLING = ("keep", "mask", "resample")

@@ -38,8 +38,8 @@ import numpy as np
 from grpo_core._validate import (
     check_clipped_update,
     choice,
-    finite_array,
     nonnegative,
+    numpy_array,
     positive_int,
     probabilities,
     same_shape,
@@ -47,7 +47,7 @@ from grpo_core._validate import (
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages, zero_std_mask
 from grpo_core.bandit.env import check_actions, log_softmax, reward_of
 from grpo_core.bandit.trainer import BanditTrainer, Diverged
-from grpo_core.clipping import clip_masks
+from grpo_core.clipping import LOG_RATIO_BOUND, _clip_masks, _ratio, clip_range
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
@@ -65,24 +65,38 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
     ``old_logp`` and ``ref_logp`` are log π_θ_old(a_i) and log π_ref(a_i) of the
     sampled actions; returns the gradient with the shape of ``logits`` (K,).
     """
-    log_probs = log_softmax(finite_array(logits, "logits", ndim=(1,)))
-    probs = np.exp(log_probs)
-    actions = check_actions(actions, probs.size)
+    log_probs = log_softmax(numpy_array(logits, "logits", ndim=(1,)))
+    actions = check_actions(actions, log_probs.size)
     old_logp, ref_logp, advantages = (
-        np.asarray(finite_array(value, name, ndim=(1,)), dtype=float)
+        numpy_array(value, name, ndim=(1,))
         for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
     )
     same_shape(actions=actions, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
-    logp = log_probs[actions]
+    low, high = clip_range(eps_low, eps_high)
     beta = nonnegative(beta, "beta")
-    ratio = np.exp(logp - old_logp)
-    low, high = clip_masks(ratio, advantages, eps_low, eps_high)
-    ref_ratio = np.exp(ref_logp - logp)
-    coef = np.where(low | high, 0.0, advantages * ratio) - beta * (1.0 - ref_ratio)
-    grad = (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
+    with np.errstate(over="ignore", invalid="ignore"):
+        grad = _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta)
     if not np.isfinite(grad).all():
-        raise Diverged("the gradient overflowed: θ has moved so far from θ_old or π_ref that a ratio is infinite")
+        raise Diverged("the gradient overflowed the float range (advantages or beta too large)")
     return grad
+
+
+def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta) -> np.ndarray:
+    """The kernel: c_i = [not clipped] Â_i r_i - β (1 - ρ_i); (Σ c_i e_{a_i} - π Σ c_i) / G.
+
+    Where a log-ratio lies beyond the clamp of ±20 (grpo_core.clipping), its
+    factor is a constant and contributes no gradient, exactly as autograd sees it.
+    """
+    probs = np.exp(log_probs)
+    logp = log_probs[actions]
+    ratio = _ratio(logp, old_logp)
+    clipped_low, clipped_high = _clip_masks(ratio, advantages, low, high)
+    surrogate = np.where(clipped_low | clipped_high, 0.0, advantages * ratio)
+    surrogate[np.abs(logp - old_logp) > LOG_RATIO_BOUND] = 0.0
+    ref_ratio = _ratio(ref_logp, logp)
+    kl = np.where(np.abs(ref_logp - logp) > LOG_RATIO_BOUND, 0.0, 1.0 - ref_ratio)
+    coef = surrogate - beta * kl
+    return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
 
 
 @dataclass(frozen=True)
@@ -181,26 +195,32 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     """
     if not isinstance(config, GRPOConfig):
         raise TypeError(f"config must be a GRPOConfig, got {type(config).__name__}")
-    old_log_probs = log_softmax(logits)
-    ref_log_probs = log_softmax(ref_logits)
+    old_log_probs = log_softmax(numpy_array(logits, "logits", ndim=(1,)))
+    ref_log_probs = log_softmax(numpy_array(ref_logits, "ref_logits", ndim=(1,)), "ref_logits")
     if ref_log_probs.shape != old_log_probs.shape:
         raise ValueError(f"ref_logits must have the shape of logits {old_log_probs.shape}, got {ref_log_probs.shape}")
     actions = check_actions(actions, old_log_probs.size)
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != actions.shape:
         raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for actions {actions.shape}")
     advantages = config.advantages(rewards)
     old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
-    theta = np.asarray(logits, dtype=float).copy()  # np.array(tensor) warns on NumPy 2
-    for _ in range(config.inner_epochs):
-        grad = objective_gradient(
-            theta, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
+    theta = numpy_array(logits, "logits").copy()
+    low_bound, high_bound = clip_range(config.eps_low, config.eps_high)
+    for epoch in range(config.inner_epochs):
+        log_probs = log_softmax(theta)
+        grad = _objective_gradient(
+            log_probs, actions, old_logp, ref_logp, advantages, low_bound, high_bound, config.beta
         )
-        theta += config.lr * grad
+        with np.errstate(over="ignore", invalid="ignore"):
+            theta += config.lr * grad
+            diverged = not np.isfinite(np.ptp(theta))
+        if diverged:
+            raise Diverged(f"config.lr = {config.lr} made the logits overflow at inner epoch {epoch}: lower lr")
     log_probs = log_softmax(theta)
     logp = log_probs[actions]
-    ratios = np.exp(logp - old_logp)
-    low, high = clip_masks(ratios, advantages, config.eps_low, config.eps_high)
+    ratios = _ratio(logp, old_logp)
+    low, high = _clip_masks(ratios, advantages, low_bound, high_bound)
     return StepResult(
         actions=actions,
         rewards=rewards,

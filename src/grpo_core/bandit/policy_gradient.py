@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import finite_array
+from grpo_core._validate import numpy_array, overflow_checked, scalar
 from grpo_core.bandit.env import check_actions, softmax
 
 
 def _policy(logits) -> np.ndarray:
     """π_θ = softmax(θ) of one policy: ``logits`` must have shape (K,)."""
-    return softmax(finite_array(logits, "logits", ndim=(1,)))
+    return softmax(numpy_array(logits, "logits", ndim=(1,)))
 
 
 def score(logits) -> np.ndarray:
@@ -40,10 +40,13 @@ def reinforce_gradient(logits, actions, advantages) -> np.ndarray:
     """
     probs = _policy(logits)
     actions = check_actions(actions, probs.size)
-    advantages = np.asarray(finite_array(advantages, "advantages", ndim=(1,)), dtype=float)
+    advantages = numpy_array(advantages, "advantages", ndim=(1,))
     if advantages.shape != actions.shape:
         raise ValueError(f"advantages must have one entry per action, got {advantages.shape} for {actions.shape}")
-    return (np.bincount(actions, advantages, minlength=probs.size) - probs * advantages.sum()) / actions.size
+    return overflow_checked(
+        lambda: (np.bincount(actions, advantages, minlength=probs.size) - probs * advantages.sum()) / actions.size,
+        "the sum of the advantages",
+    )
 
 
 def expected_policy_gradient(logits, rewards, baseline: float = 0.0) -> np.ndarray:
@@ -53,8 +56,8 @@ def expected_policy_gradient(logits, rewards, baseline: float = 0.0) -> np.ndarr
     variance of the sampled estimate depends on ``b``.
     """
     probs = _policy(logits)
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != probs.shape:
         raise ValueError(f"rewards must have one entry per action {probs.shape}, got {rewards.shape}")
-    baseline = float(finite_array(baseline, "baseline", ndim=(0,)))
+    baseline = scalar(baseline, "baseline")
     return (probs * (rewards - baseline)) @ score(logits)

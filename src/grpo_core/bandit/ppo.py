@@ -34,8 +34,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import check_clipped_update, finite_array, nonnegative, positive, positive_int, same_shape
-from grpo_core.advantages import group_advantages
+from grpo_core._validate import (
+    boolean,
+    check_clipped_update,
+    nonnegative,
+    numpy_array,
+    overflow_checked,
+    positive,
+    positive_int,
+    same_shape,
+    scalar,
+)
+from grpo_core.advantages import _power_of_two, group_advantages
 from grpo_core.bandit.grpo import objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import kl_k1
@@ -48,10 +58,11 @@ def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
     sampling policy π_θ_old; the penalty is the per-sample k1 estimate of
     KL(π‖π_ref) (chapter eq. 8 uses k3 and puts it in the loss instead).
     """
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
-    penalty = np.asarray(kl_k1(logp, ref_logp), dtype=float)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
+    penalty = numpy_array(kl_k1(logp, ref_logp), "logp - ref_logp")
     same_shape(rewards=rewards, logp=penalty)
-    return rewards - nonnegative(beta, "beta") * penalty
+    beta = nonnegative(beta, "beta")
+    return overflow_checked(lambda: rewards - beta * penalty, "rewards - beta * (logp - ref_logp)")
 
 
 def fit_value(value: float, targets, lr: float, steps: int) -> float:
@@ -62,14 +73,17 @@ def fit_value(value: float, targets, lr: float, steps: int) -> float:
     an exponential moving average of batch means. ``lr`` must lie in (0, 1]
     (beyond 1 the iteration overshoots the mean; beyond 2 it diverges).
     """
-    value = float(finite_array(value, "value", ndim=(0,)))
-    targets = np.asarray(finite_array(targets, "targets", ndim=(1,)), dtype=float)
+    value = scalar(value, "value")
+    targets = numpy_array(targets, "targets", ndim=(1,))
     lr = positive(lr, "lr")
     if lr > 1:
         raise ValueError(f"lr must lie in (0, 1], got {lr}")
-    for _ in range(positive_int(steps, "steps")):
+    steps = positive_int(steps, "steps")
+    unit = float(_power_of_two(np.append(targets, value), None).item())  # exact rescaling: no overflow in V - R
+    value, targets = value / unit, targets / unit
+    for _ in range(steps):
         value -= lr * np.mean(value - targets)
-    return float(value)
+    return float(value * unit)
 
 
 def ppo_advantages(rewards, value: float, normalize: bool = False, eps: float = 1e-8) -> np.ndarray:
@@ -78,11 +92,10 @@ def ppo_advantages(rewards, value: float, normalize: bool = False, eps: float = 
     Whitening is :math:`(A_i - \mathrm{mean}A)/(\mathrm{std}A + \varepsilon)`,
     which for one state is eq. (3) applied to ``rewards`` — V cancels.
     """
-    rewards = np.asarray(finite_array(rewards, "rewards", ndim=(1,)), dtype=float)
-    value = float(finite_array(value, "value", ndim=(0,)))
-    if not isinstance(normalize, bool):
-        raise TypeError(f"normalize must be a bool, got {type(normalize).__name__}")
-    advantages = rewards - value
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
+    value = scalar(value, "value")
+    boolean(normalize, "normalize")
+    advantages = overflow_checked(lambda: rewards - value, "rewards - value")
     return group_advantages(advantages, eps=eps) if normalize else advantages
 
 
@@ -125,9 +138,8 @@ class PPOConfig:
         if positive(self.value_lr, "value_lr") > 1:
             raise ValueError(f"value_lr must lie in (0, 1], got {self.value_lr}")
         positive_int(self.value_steps, "value_steps")
-        finite_array(self.value_init, "value_init", ndim=(0,))
-        if not isinstance(self.normalize_advantages, bool):
-            raise TypeError(f"normalize_advantages must be a bool, got {type(self.normalize_advantages).__name__}")
+        scalar(self.value_init, "value_init")
+        boolean(self.normalize_advantages, "normalize_advantages")
         nonnegative(self.adv_eps, "adv_eps")
 
 

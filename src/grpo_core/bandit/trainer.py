@@ -28,7 +28,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from grpo_core._validate import finite_array, positive_int
+from grpo_core._validate import numpy_array, positive_int, seed_value
 from grpo_core.bandit.env import (
     CHAPTER_REWARDS,
     check_actions,
@@ -68,17 +68,17 @@ class BanditTrainer(ABC):
 
     def __init__(self, rewards=CHAPTER_REWARDS, config=None, seed: int = 0, init_logits=None):
         self.config = self.config_type() if config is None else config
-        self.reward_table = np.asarray(finite_array(rewards, "rewards", ndim=(self.reward_ndim,)), dtype=float)
+        self.reward_table = numpy_array(rewards, "rewards", ndim=(self.reward_ndim,))
         if self.reward_table.shape[-1] < 2:
             raise ValueError("rewards must list at least 2 actions")
         self.init_logits = (
             np.zeros_like(self.reward_table)
             if init_logits is None
-            else np.asarray(finite_array(init_logits, "init_logits", ndim=(self.reward_ndim,)), dtype=float)
+            else numpy_array(init_logits, "init_logits", ndim=(self.reward_ndim,))
         )
         if self.init_logits.shape != self.reward_table.shape:
             raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
-        self.seed = positive_int(seed, "seed", minimum=0)
+        self.seed = seed_value(seed)
         self.reset()
 
     @property
@@ -99,7 +99,7 @@ class BanditTrainer(ABC):
     def reset(self, seed: int | None = None) -> None:
         """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared, then :meth:`start`."""
         if seed is not None:
-            self.seed = positive_int(seed, "seed", minimum=0)
+            self.seed = seed_value(seed)
         self.logits = self.init_logits.copy()
         self.ref_logits = self.logits.copy()
         self.rng = np.random.default_rng(self.seed)

@@ -37,6 +37,7 @@ LATEX_FRACTION = re.compile(r"^([+-]?)\\[dt]?frac\{([0-9]+)\}\{([0-9]+)\}$")
 THOUSANDS = re.compile(r"^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?$")
 NUMBER = re.compile(r"^[+-]?(?:[0-9]+/[0-9]+|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
 TRAILING_PUNCTUATION = ".,;:!"
+MAX_EXACT_DIGITS = 4000  # Python refuses int <-> str conversions beyond 4300 digits
 
 
 def _text(value, name: str) -> str:
@@ -84,8 +85,14 @@ def extract_final_answer(text: str) -> str | None:
     return answer or None
 
 
-def _as_number(answer: str) -> Fraction | None:
-    """An exact rational if ``answer`` (already normalized) reads as a number."""
+def _as_number(answer: str) -> str | None:
+    """The canonical form of ``answer`` (already normalized) if it reads as a number, else None.
+
+    Up to ``MAX_EXACT_DIGITS`` significant digits the number is an exact
+    rational (``"0.750"`` → ``"3/4"``). Beyond, it is compared as written, with
+    its redundant zeros removed (leading zeros, trailing zeros after the point,
+    ``-0``); such a ``p/q`` is not reduced.
+    """
     fraction = LATEX_FRACTION.match(answer)
     if fraction:
         answer = f"{fraction[1]}{fraction[2]}/{fraction[3]}"
@@ -93,10 +100,29 @@ def _as_number(answer: str) -> Fraction | None:
         answer = answer.replace(",", "")
     if not NUMBER.match(answer):
         return None
-    try:
-        return Fraction(answer)
-    except ZeroDivisionError:
-        return None
+    sign, body = (answer[0], answer[1:]) if answer[0] in "+-" else ("", answer)
+    if "/" in body:
+        numerator, denominator = (part.lstrip("0") for part in body.split("/"))
+        if not denominator:
+            return None  # division by zero: not a number
+        if max(len(numerator), len(denominator)) <= MAX_EXACT_DIGITS:
+            return str(Fraction(f"{sign}{numerator or 0}/{denominator}"))
+        return f"{'-' if sign == '-' and numerator else ''}{numerator or 0}/{denominator}"
+    whole, _, decimals = body.partition(".")
+    whole, decimals = whole.lstrip("0"), decimals.rstrip("0")
+    if len(whole) + len(decimals) <= MAX_EXACT_DIGITS:
+        return str(Fraction(f"{sign}{whole or 0}.{decimals or 0}"))
+    return f"{'-' if sign == '-' else ''}{whole or 0}{'.' + decimals if decimals else ''}"
+
+
+def _strip_outer(answer: str) -> str:
+    """Drop whitespace and ``$`` at both ends and ``.`` at the end, in one linear pass from each side."""
+    start, end = 0, len(answer)
+    while start < end and (answer[start].isspace() or answer[start] == "$"):
+        start += 1
+    while end > start and (answer[end - 1].isspace() or answer[end - 1] in "$."):
+        end -= 1
+    return answer[start:end]
 
 
 def normalize_answer(answer: str) -> str:
@@ -106,21 +132,20 @@ def normalize_answer(answer: str) -> str:
     ``"0.750"`` and ``"3/4"`` → ``"3/4"``), so that two answers match exactly
     when their normalized strings are equal.
     """
-    answer, previous = _text(answer, "answer"), None
-    while answer != previous:
-        previous, answer = answer, answer.strip().strip("$").rstrip(".")
-    answer = " ".join(answer.split()).casefold()
+    answer = " ".join(_strip_outer(_text(answer, "answer")).split()).casefold()
     number = _as_number(answer)
-    return answer if number is None else str(number)
+    return answer if number is None else number
 
 
 def _reference(reference) -> str:
     if isinstance(reference, bool) or not isinstance(reference, (str, numbers.Real)):
         raise TypeError(f"reference must be a string or a real number, got {type(reference).__name__}")
     if isinstance(reference, numbers.Real):
+        if isinstance(reference, numbers.Integral) and abs(int(reference)).bit_length() > 3.3 * MAX_EXACT_DIGITS:
+            raise ValueError(f"reference: integers of more than {MAX_EXACT_DIGITS} digits must be given as strings")
         if not math.isfinite(reference):
             raise ValueError(f"reference must be finite, got {reference}")
-        return str(Fraction(str(reference)))
+        return str(Fraction(reference) if isinstance(reference, numbers.Integral) else Fraction(str(reference)))
     normalized = normalize_answer(reference)
     if not normalized:
         raise ValueError("reference must not be empty")

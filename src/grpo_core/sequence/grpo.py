@@ -25,8 +25,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from grpo_core._validate import check_clipped_update, choice, nonnegative, positive_int
+from grpo_core._validate import boolean, check_clipped_update, choice, nonnegative, positive_int, seed_value
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
+from grpo_core.clipping import clip_range
+from grpo_core.kl import kl_k3
 from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
@@ -73,12 +75,12 @@ class SequenceGRPOConfig:
         positive_int(self.group_size, "group_size", minimum=2)
         positive_int(self.prompts_per_step, "prompts_per_step")
         check_clipped_update(self)
+        clip_range(self.eps_low, self.eps_high)
         choice(self.loss_type, "loss_type", LOSS_TYPES)
         nonnegative(self.adv_eps, "adv_eps")
-        positive_int(self.adv_ddof, "adv_ddof", minimum=0)
+        positive_int(self.adv_ddof, "adv_ddof", minimum=0, maximum=1)
         choice(self.adv_scale, "adv_scale", SCALES)
-        if not isinstance(self.mask_truncated, bool):
-            raise TypeError(f"mask_truncated must be a bool, got {type(self.mask_truncated).__name__}")
+        boolean(self.mask_truncated, "mask_truncated")
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class SequenceGRPO:
         self.config = config
         self.task = policy.task
         self.optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
-        self.generator = torch.Generator().manual_seed(positive_int(seed, "seed", minimum=0))
+        self.generator = torch.Generator().manual_seed(seed_value(seed))
         self.history: list[IterationStats] = []
 
     def collect(self) -> Batch:
@@ -193,7 +195,11 @@ class SequenceGRPO:
         )
 
     def update(self, batch: Batch) -> dict[str, float]:
-        """Step 4: ``inner_epochs`` Adam steps on the token loss; the metrics of the last one."""
+        """Step 4: ``inner_epochs`` Adam steps on the token loss; the metrics of the last one.
+
+        A batch with no unmasked token (e.g. every completion truncated, with
+        ``mask_truncated``) leaves the policy alone and returns ``{}``.
+        """
         metrics: dict[str, float] = {}
         if not bool(batch.loss_mask.any()):
             return metrics
@@ -208,22 +214,36 @@ class SequenceGRPO:
     def step(self) -> IterationStats:
         """One GRPO iteration (§7); appends and returns its statistics."""
         batch = self.collect()
-        metrics = self.update(batch)
+        metrics = self.update(batch) or self._idle_metrics(batch)
         completions = batch.completions
         stats = IterationStats(
             reward=float(batch.rewards.mean()),
             zero_std_fraction=zero_std_fraction(batch.rewards.reshape(-1, self.config.group_size).numpy()),
             mean_length=float(completions.lengths.float().mean()),
             truncated_fraction=float(completions.truncated.float().mean()),
-            kl=metrics.get("kl", float("nan")),
-            clip_low=metrics.get("clip_ratio/low_mean", float("nan")),
-            clip_high=metrics.get("clip_ratio/high_mean", float("nan")),
-            clip_region=metrics.get("clip_ratio/region_mean", float("nan")),
-            loss=metrics.get("loss", float("nan")),
+            kl=metrics["kl"],
+            clip_low=metrics["clip_ratio/low_mean"],
+            clip_high=metrics["clip_ratio/high_mean"],
+            clip_region=metrics["clip_ratio/region_mean"],
+            loss=metrics["loss"],
             sampler_gap=float(((completions.sampling_logps - batch.old_logps).abs() * completions.mask).max()),
         )
         self.history.append(stats)
         return stats
+
+    @staticmethod
+    def _idle_metrics(batch: Batch) -> dict[str, float]:
+        """The statistics of an iteration that trained on nothing: no loss, no clip, π_θ = π_θ_old,
+        and the KL to π_ref measured on every sampled token (not NaN)."""
+        mask = batch.completions.mask
+        kl = float(kl_k3(batch.old_logps[mask], batch.ref_logps[mask]).mean())
+        return {
+            "kl": kl,
+            "clip_ratio/low_mean": 0.0,
+            "clip_ratio/high_mean": 0.0,
+            "clip_ratio/region_mean": 0.0,
+            "loss": 0.0,
+        }
 
     def run(self, iterations: int) -> list[IterationStats]:
         """``iterations`` GRPO iterations, each on fresh groups."""
@@ -237,6 +257,6 @@ class SequenceGRPO:
 
     def evaluate(self, prompts: int = 64, group_size: int = 8, seed: int = 1234) -> float:
         """Mean reward of fresh samples from π_θ on ``prompts`` targets, with its own generator."""
-        generator = torch.Generator().manual_seed(positive_int(seed, "seed", minimum=0))
+        generator = torch.Generator().manual_seed(seed_value(seed))
         targets = self.task.sample_targets(prompts, generator).repeat_interleave(positive_int(group_size, "group_size"))
         return float(self.task.rewards(targets, self.policy.sample(targets, generator).tokens).mean())

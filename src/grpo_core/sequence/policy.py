@@ -26,8 +26,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from grpo_core._validate import positive, positive_int
-from grpo_core.sequence.task import EOS, DigitSumTask
+from grpo_core._validate import positive, positive_int, seed_value, unit_interval
+from grpo_core.sequence.task import EOS, DigitSumTask, torch_generator
+
+MAX_WIDTH = 4096  # hidden and embedding sizes: a tiny policy
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,12 @@ class GRUPolicy(nn.Module):
         if not isinstance(task, DigitSumTask):
             raise TypeError(f"task must be a DigitSumTask, got {type(task).__name__}")
         self.task = task
-        self.embed = nn.Embedding(task.num_inputs, positive_int(embedding, "embedding"))
-        self.gru = nn.GRU(embedding, positive_int(hidden, "hidden"), batch_first=True)
+        embedding = positive_int(embedding, "embedding", maximum=MAX_WIDTH)
+        hidden = positive_int(hidden, "hidden", maximum=MAX_WIDTH)
+        generator = torch.Generator().manual_seed(seed_value(seed))
+        self.embed = nn.Embedding(task.num_inputs, embedding)
+        self.gru = nn.GRU(embedding, hidden, batch_first=True)
         self.head = nn.Linear(hidden, task.num_actions)
-        generator = torch.Generator().manual_seed(positive_int(seed, "seed", minimum=0))
         with torch.no_grad():
             self.embed.weight.normal_(0.0, 1.0, generator=generator)
             bound = 1.0 / math.sqrt(hidden)  # PyTorch's own GRU and Linear ranges, from our generator
@@ -71,7 +75,8 @@ class GRUPolicy(nn.Module):
                 parameter.uniform_(-bound, bound, generator=generator)
 
     def _inputs(self, targets: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
-        """Input ids: the prompt token, then every completion token but the last."""
+        """Input ids: the prompt token, then every completion token but the last (both validated)."""
+        completions = self.task.completions(completions, len(self.task.targets(targets)))
         return torch.cat([self.task.prompt_token(targets)[:, None], completions[:, :-1]], dim=1)
 
     def logits(self, targets: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
@@ -82,7 +87,7 @@ class GRUPolicy(nn.Module):
     def token_logps(self, targets: torch.Tensor, completions: torch.Tensor) -> torch.Tensor:
         r""":math:`\log\pi_\theta(o_t\mid q, o_{<t})` of the given tokens, shape (B, T)."""
         log_probs = torch.log_softmax(self.logits(targets, completions), dim=-1)
-        return log_probs.gather(-1, completions[..., None]).squeeze(-1)
+        return log_probs.gather(-1, completions.long()[..., None]).squeeze(-1)
 
     @torch.no_grad()
     def sample(self, targets: torch.Tensor, generator: torch.Generator, temperature: float = 1.0) -> Completions:
@@ -92,6 +97,7 @@ class GRUPolicy(nn.Module):
         a group of G completions per prompt.
         """
         temperature = positive(temperature, "temperature")
+        targets, generator = self.task.targets(targets), torch_generator(generator)
         batch = targets.shape[0]
         tokens = torch.full((batch, self.task.max_length), EOS, dtype=torch.long)
         logps = torch.zeros(batch, self.task.max_length)
@@ -101,6 +107,8 @@ class GRUPolicy(nn.Module):
         for step in range(self.task.max_length):
             out, state = self.gru(self.embed(current)[:, None], state)
             log_probs = torch.log_softmax(self.head(out[:, 0]) / temperature, dim=-1)
+            if not bool(log_probs.isfinite().all()):
+                raise ValueError(f"temperature = {temperature}: the logits divided by it overflow float32")
             current = torch.multinomial(log_probs.exp(), 1, generator=generator).squeeze(-1)
             current = torch.where(alive, current, EOS)
             tokens[:, step] = current
@@ -132,10 +140,13 @@ def warm_start(
     if not isinstance(policy, GRUPolicy):
         raise TypeError(f"policy must be a GRUPolicy, got {type(policy).__name__}")
     steps = positive_int(steps, "steps")
+    batch_size = positive_int(batch_size, "batch_size")
+    generator = torch_generator(generator)
+    unit_interval(noise, "noise")
     optimizer = torch.optim.Adam(policy.parameters(), lr=positive(lr, "lr"))
     losses = []
     for _ in range(steps):
-        targets = policy.task.sample_targets(positive_int(batch_size, "batch_size"), generator)
+        targets = policy.task.sample_targets(batch_size, generator)
         tokens, mask = policy.task.demonstrations(targets, generator, noise)
         loss = -(policy.token_logps(targets, tokens) * mask).sum() / mask.sum()
         optimizer.zero_grad()
