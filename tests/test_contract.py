@@ -12,8 +12,6 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from grpo_core.course import exact_match_reward, normalize_answer
-from grpo_core.sequence import DigitSumTask, GRUPolicy, SequenceGRPO, SequenceGRPOConfig, warm_start
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -39,6 +37,8 @@ from grpo_core import (
     softmax,
     zero_signal_probability,
 )
+from grpo_core.course import exact_match_reward, normalize_answer
+from grpo_core.sequence import DigitSumTask, GRUPolicy, SequenceGRPO, SequenceGRPOConfig, warm_start
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
 # -- masked positions never matter -------------------------------------------------------------------
