@@ -129,18 +129,6 @@ def same_shape(**arrays) -> None:
         raise ValueError(f"shapes must match: {listed}")
 
 
-def common_dtype(*arrays):
-    """Cast same-backend arrays to their promoted dtype (NumPy or torch rules)."""
-    if is_torch(arrays[0]):
-        torch = _torch()
-        dtype = arrays[0].dtype
-        for a in arrays[1:]:
-            dtype = torch.promote_types(dtype, a.dtype)
-        return tuple(a.to(dtype) for a in arrays)
-    dtype = np.result_type(*arrays)
-    return tuple(a.astype(dtype, copy=False) for a in arrays)
-
-
 def real_number(value, name: str) -> float:
     """A finite real number: ints, floats and their NumPy types; never a bool, string or complex."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
