@@ -187,12 +187,13 @@ VALID = {
             importance_sampling_level="token",
         ),
     ),
-    "bandit.softmax": (grpo_core.softmax, dict(logits=[0.1, 0.5, -0.3])),
-    "bandit.log_softmax": (grpo_core.log_softmax, dict(logits=[0.1, 0.5, -0.3])),
-    "bandit.sample_group": (grpo_core.sample_group, dict(probs=[0.2, 0.3, 0.5], group_size=4, rng=RNG)),
-    "bandit.reward_of": (grpo_core.reward_of, dict(actions=[0, 2, 1], reward_table=[0.2, 0.9, 0.4])),
-    "bandit.state_value": (grpo_core.state_value, dict(probs=[0.2, 0.3, 0.5], reward_table=[0.2, 0.9, 0.4])),
-    "bandit.objective_gradient": (
+    "bandit.env.softmax": (grpo_core.softmax, dict(logits=[0.1, 0.5, -0.3])),
+    "bandit.env.log_softmax": (grpo_core.log_softmax, dict(logits=[0.1, 0.5, -0.3])),
+    "bandit.env.sample_group": (grpo_core.sample_group, dict(probs=[0.2, 0.3, 0.5], group_size=4, rng=RNG)),
+    "bandit.env.reward_of": (grpo_core.reward_of, dict(actions=[0, 2, 1], reward_table=[0.2, 0.9, 0.4])),
+    "bandit.env.check_actions": (grpo_core.bandit.check_actions, dict(actions=[0, 2, 1], num_actions=4)),
+    "bandit.env.state_value": (grpo_core.state_value, dict(probs=[0.2, 0.3, 0.5], reward_table=[0.2, 0.9, 0.4])),
+    "bandit.grpo.objective_gradient": (
         grpo_core.objective_gradient,
         dict(
             logits=[0.1, 0.5, -0.3],
@@ -205,7 +206,7 @@ VALID = {
             beta=0.04,
         ),
     ),
-    "bandit.grpo_step": (
+    "bandit.grpo.grpo_step": (
         grpo_core.grpo_step,
         dict(
             logits=[0.1, 0.5, -0.3],
@@ -215,34 +216,34 @@ VALID = {
             config=grpo_core.GRPOConfig(group_size=3),
         ),
     ),
-    "bandit.GRPOConfig": (
+    "bandit.grpo.GRPOConfig": (
         grpo_core.GRPOConfig,
         dict(
             group_size=8, eps_low=0.2, eps_high=0.28, beta=0.04, lr=1.0, inner_epochs=4, advantage="grpo", adv_eps=1e-8
         ),
     ),
-    "bandit.BanditGRPO": (
+    "bandit.grpo.BanditGRPO": (
         grpo_core.BanditGRPO,
         dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.GRPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
     ),
-    "dpo.DPOConfig": (grpo_core.DPOConfig, dict(num_pairs=64, temperature=0.1, beta=0.4, lr=1.0, batch_size=8)),
-    "dpo.BanditDPO": (
+    "bandit.dpo.DPOConfig": (grpo_core.DPOConfig, dict(num_pairs=64, temperature=0.1, beta=0.4, lr=1.0, batch_size=8)),
+    "bandit.dpo.BanditDPO": (
         grpo_core.BanditDPO,
         dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.DPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
     ),
-    "dpo.dpo_loss": (
+    "bandit.dpo.dpo_loss": (
         grpo_core.dpo_loss,
         dict(logits=[0.1, 0.5, -0.3], ref_logits=[0.0, 0.0, 0.0], pairs=[[1, 0], [2, 0]], beta=0.4),
     ),
-    "dpo.dpo_gradient": (
+    "bandit.dpo.dpo_gradient": (
         grpo_core.dpo_gradient,
         dict(logits=[0.1, 0.5, -0.3], ref_logits=[0.0, 0.0, 0.0], pairs=[[1, 0], [2, 0]], beta=0.4),
     ),
-    "dpo.preference_pairs": (
+    "bandit.dpo.preference_pairs": (
         grpo_core.preference_pairs,
         dict(rewards=[0.2, 0.9, 0.4], ref_probs=[0.2, 0.3, 0.5], num_pairs=4, rng=RNG, temperature=0.1),
     ),
-    "ppo.PPOConfig": (
+    "bandit.ppo.PPOConfig": (
         grpo_core.PPOConfig,
         dict(
             batch_size=8,
@@ -258,35 +259,35 @@ VALID = {
             adv_eps=1e-8,
         ),
     ),
-    "ppo.BanditPPO": (
+    "bandit.ppo.BanditPPO": (
         grpo_core.BanditPPO,
         dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.PPOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
     ),
-    "ppo.fit_value": (grpo_core.fit_value, dict(value=0.0, targets=[0.2, 0.9], lr=0.5, steps=3)),
-    "ppo.ppo_advantages": (
+    "bandit.ppo.fit_value": (grpo_core.fit_value, dict(value=0.0, targets=[0.2, 0.9], lr=0.5, steps=3)),
+    "bandit.ppo.ppo_advantages": (
         grpo_core.ppo_advantages,
         dict(rewards=[0.2, 0.9, 0.4], value=0.3, normalize=True, eps=1e-8),
     ),
-    "ppo.kl_penalized_rewards": (
+    "bandit.ppo.kl_penalized_rewards": (
         grpo_core.kl_penalized_rewards,
         dict(rewards=[0.2, 0.9, 0.4], logp=LOGPS, ref_logp=[-0.4, -1.1, -2.2], beta=0.04),
     ),
-    "rloo.RLOOConfig": (grpo_core.RLOOConfig, dict(group_size=8, lr=1.0, beta=0.04)),
-    "rloo.BanditRLOO": (
+    "bandit.rloo.RLOOConfig": (grpo_core.RLOOConfig, dict(group_size=8, lr=1.0, beta=0.04)),
+    "bandit.rloo.BanditRLOO": (
         grpo_core.BanditRLOO,
         dict(rewards=[0.2, 0.9, 0.4], config=grpo_core.RLOOConfig(), seed=0, init_logits=[0.0, 0.1, 0.2]),
     ),
-    "rloo.rloo_gradient": (
+    "bandit.rloo.rloo_gradient": (
         grpo_core.rloo_gradient,
         dict(logits=[0.1, 0.5, -0.3], actions=[0, 2, 1], rewards=[0.2, 0.9, 0.4]),
     ),
-    "failure_modes.PromptSetGRPO": (
+    "bandit.failure_modes.PromptSetGRPO": (
         grpo_core.PromptSetGRPO,
         dict(
             success_probs=[[0.2, 0.9], [0.5, 0.1]], config=grpo_core.GRPOConfig(), zero_std="mask", seed=0, max_groups=8
         ),
     ),
-    "failure_modes.noisy_reward_model": (
+    "bandit.failure_modes.noisy_reward_model": (
         grpo_core.noisy_reward_model,
         dict(
             actions=[0, 2, 1],
@@ -298,32 +299,32 @@ VALID = {
             lucky_reward=1.0,
         ),
     ),
-    "failure_modes.std_floor_advantages": (
+    "bandit.failure_modes.std_floor_advantages": (
         grpo_core.std_floor_advantages,
         dict(rewards=[0.2, 0.9, 0.4], std_floor=0.1),
     ),
-    "failure_modes.verifier_rewards": (
+    "bandit.failure_modes.verifier_rewards": (
         grpo_core.verifier_rewards,
         dict(actions=[0, 2, 1], success_probs=[0.2, 0.9, 0.4], rng=RNG),
     ),
-    "policy_gradient.score": (policy_gradient.score, dict(logits=[0.1, 0.5, -0.3])),
-    "policy_gradient.reinforce_gradient": (
+    "bandit.policy_gradient.score": (policy_gradient.score, dict(logits=[0.1, 0.5, -0.3])),
+    "bandit.policy_gradient.reinforce_gradient": (
         policy_gradient.reinforce_gradient,
         dict(logits=[0.1, 0.5, -0.3], actions=[0, 2, 1], advantages=[1.0, -1.0, 0.5]),
     ),
-    "policy_gradient.expected_policy_gradient": (
+    "bandit.policy_gradient.expected_policy_gradient": (
         policy_gradient.expected_policy_gradient,
         dict(logits=[0.1, 0.5, -0.3], rewards=[0.2, 0.9, 0.4], baseline=0.3),
     ),
-    "verifier.exact_match_reward": (
+    "course.verifier.exact_match_reward": (
         grpo_core.exact_match_reward,
         dict(completions=["the answer is 4", "#### 5"], reference=4),
     ),
-    "runs.run_seeds": (
+    "bandit.runs.run_seeds": (
         grpo_core.run_seeds,
         dict(make_trainer=lambda seed: grpo_core.BanditGRPO(seed=seed), steps=2, seeds=[0, 1]),
     ),
-    "runs.track": (grpo_core.track, dict(trainer=grpo_core.BanditGRPO(), steps=2)),
+    "bandit.runs.track": (grpo_core.track, dict(trainer=grpo_core.BanditGRPO(), steps=2)),
 }
 
 NOT_NUMBERS = [None, "0.5", b"1", {}, object()]
@@ -418,6 +419,7 @@ KIND = {
     "steps": "int",
     "max_groups": "int",
     "lucky_action": "int",
+    "num_actions": "int",
     "max_completion_length": "int",
     "num_items_in_batch": "int",
     "scale": "choice",
@@ -440,6 +442,7 @@ KIND = {
 }
 # Values that are legitimately accepted for one argument although they are bad for its kind.
 ACCEPTED = {
+    ("config", None),  # a trainer's config=None is its method's default config
     ("delta", None),
     ("eps_high", None),
     ("batch_size", None),
@@ -480,8 +483,11 @@ ONE_ARGUMENT_CASES = list(one_argument_cases())
 
 
 def test_every_public_function_has_a_valid_call():
-    public = {name.removeprefix("grpo_core.") for name in CALLABLES} - {"runs.RunHistory", "bandit.StepResult"}
-    public -= {"bandit.BanditTrainer"}  # abstract: its arguments are checked through the four subclasses
+    public = {name.removeprefix("grpo_core.") for name in CALLABLES} - {
+        "bandit.runs.RunHistory",
+        "bandit.grpo.StepResult",
+    }
+    public -= {"bandit.trainer.BanditTrainer"}  # abstract: its arguments are checked through the four subclasses
     assert public <= set(VALID), sorted(public - set(VALID))
 
 

@@ -55,30 +55,53 @@ def test_a_new_method_is_a_config_type_and_an_update():
         BanditReinforce(config=GRPOConfig())
 
 
+@dataclass(frozen=True)
+class PushConfig:
+    lr: float = 1.0
+
+
+class BanditPush(BanditTrainer):
+    """A method with no clip and no bound: each update pushes arm A's logit up by ``lr``."""
+
+    config_type = PushConfig
+
+    def update(self):
+        self.logits = self.logits + self.config.lr * np.eye(self.logits.size)[0]
+        return self.logits
+
+
+def test_a_diverging_run_names_the_step_and_the_learning_rate():
+    run = BanditPush(config=PushConfig(lr=1e308))
+    message = r"^step 2: the update overflowed the logits \(lr=1e\+308 is likely too large"
+    with pytest.raises(ValueError, match=message), np.errstate(over="ignore", invalid="ignore"):
+        run.run(50)
+    assert len(run.history) == 1 and np.isfinite(run.logits).all()
+
+
 @pytest.mark.parametrize(
     ("make", "config"),
     [
-        (lambda config: BanditGRPO(config=config), GRPOConfig(lr=1000.0)),
-        (lambda config: BanditPPO(config=config), PPOConfig(lr=1e6)),
-        (lambda config: PromptSetGRPO(SUCCESS, config), GRPOConfig(lr=1000.0)),
+        (lambda config: BanditGRPO(config=config), GRPOConfig(lr=1e308)),
+        (lambda config: BanditPPO(config=config), PPOConfig(lr=1e308)),
+        (lambda config: PromptSetGRPO(SUCCESS, config), GRPOConfig(lr=1e308)),
     ],
 )
-def test_a_diverging_run_names_the_step_and_the_learning_rate(make, config):
+def test_the_clamped_ratio_keeps_any_learning_rate_finite(make, config):
+    """Log-ratios beyond ±20 carry no gradient (grpo_core.clipping), so a huge step saturates instead of diverging."""
     run = make(config)
-    message = rf"^step 1: the update overflowed the logits \(lr={config.lr} is likely too large"
-    with pytest.raises(ValueError, match=message), np.errstate(over="ignore", invalid="ignore"):
-        run.run(50)
-    assert run.history == [] and np.isfinite(run.logits).all()
+    run.run(50)
+    assert len(run.history) == 50 and np.isfinite(run.logits).all()
 
 
 def test_the_step_number_counts_the_updates_before_the_overflow():
-    run = BanditGRPO(seed=0)
+    run = BanditPush(seed=0)
     run.run(5)
-    run.configure(lr=1000.0)
-    message = r"^step 6: .*lr=1000\.0 is likely too large; try lr <= 100\)$"
+    run.configure(lr=1e308)
+    run.step()
+    message = r"^step 7: .*lr=1e\+308 is likely too large; try lr <= 1e\+307\)$"
     with pytest.raises(ValueError, match=message), np.errstate(over="ignore", invalid="ignore"):
         run.step()
-    assert len(run.history) == 5
+    assert len(run.history) == 6
 
 
 @pytest.mark.parametrize(

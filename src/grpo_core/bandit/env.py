@@ -51,6 +51,7 @@ def check_rng(rng) -> np.random.Generator:
 
 def check_actions(actions, num_actions: int) -> np.ndarray:
     """``actions`` as a non-empty 1-D integer array of indices in ``[0, num_actions)``."""
+    num_actions = positive_int(num_actions, "num_actions")
     actions = np.asarray(actions)
     if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
         raise TypeError(

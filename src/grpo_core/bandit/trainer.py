@@ -119,14 +119,16 @@ class BanditTrainer(ABC):
 
         An update that overflows the logits stops the run with a ``ValueError``
         naming the step and the learning rate, instead of a later failure on
-        non-finite logits.
+        non-finite logits, and leaves the logits as they were before it.
         """
-        number = len(self.history) + 1
+        number, before = len(self.history) + 1, self.logits
         try:
             record = self.update()
         except Diverged as error:
+            self.logits = before
             raise self._diverged(number) from error
         if not np.isfinite(self.logits).all():
+            self.logits = before
             raise self._diverged(number)
         self.history.append(record)
         return record
