@@ -26,7 +26,7 @@ ROOT = HERE.parent
 c.ServerApp.root_dir = str(ROOT / "notebooks")
 c.LabApp.app_settings_dir = str(HERE)
 c.LabApp.workspaces_dir = str(ROOT / "_build" / "jupyterlab-workspaces")  # open tabs and layout, not in git
-c.ContentsManager.hide_globs = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.ipynb"]
+c.ContentsManager.hide_globs = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.ipynb", "ruff.toml"]
 # The .md header as stored: jupytext's format and version numbers are left out
 # (they would change with every jupytext release).
 c.ContentsManager.notebook_metadata_filter = (

@@ -7,12 +7,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core import GRPOConfig, centered_rewards, group_advantages, zero_std_fraction, zero_std_mask
-from grpo_core.advantages import zero_signal_probability
+from grpo_core.advantages import std_floor_advantages, zero_signal_probability
 from grpo_core.bandit.failure_modes import (
     PromptSetGRPO,
     PromptSetStep,
     noisy_reward_model,
-    std_floor_advantages,
     verifier_rewards,
 )
 

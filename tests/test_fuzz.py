@@ -299,7 +299,7 @@ VALID = {
             lucky_reward=1.0,
         ),
     ),
-    "bandit.failure_modes.std_floor_advantages": (
+    "advantages.std_floor_advantages": (
         grpo_core.std_floor_advantages,
         dict(rewards=[0.2, 0.9, 0.4], std_floor=0.1),
     ),

@@ -109,6 +109,7 @@ from grpo_core.advantages import (
     group_advantages,
     group_mean,
     rloo_advantages,
+    std_floor_advantages,
     zero_signal_probability,
     zero_std_fraction,
     zero_std_mask,
@@ -129,7 +130,7 @@ from grpo_core.bandit import (
     state_value,
 )
 from grpo_core.bandit.dpo import BanditDPO, DPOConfig, dpo_gradient, dpo_loss, preference_pairs
-from grpo_core.bandit.failure_modes import PromptSetGRPO, noisy_reward_model, std_floor_advantages, verifier_rewards
+from grpo_core.bandit.failure_modes import PromptSetGRPO, noisy_reward_model, verifier_rewards
 from grpo_core.bandit.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
 from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, rloo_gradient
 from grpo_core.bandit.runs import RunHistory, run_seeds, track

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import choice, nonnegative, numpy_array, positive_int
+from grpo_core._validate import choice, nonnegative, numpy_array, positive, positive_int
 
 SCALES = ("group", "batch", "none")
 
@@ -182,3 +182,20 @@ def zero_signal_probability(success_rate, group_size: int):
         raise ValueError("success_rate must lie in [0, 1]")
     group_size = positive_int(group_size, "group_size")
     return p**group_size + (1.0 - p) ** group_size
+
+
+def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
+    r""":math:`\hat A_i = (R_i - \mathrm{mean}(R)) / \max(\mathrm{std}(R),\ s_\mathrm{min})`, eq. (3) with a floor.
+
+    Where the group std is at least ``std_floor`` this is eq. (3) with ε = 0;
+    below it the centred rewards are divided by the floor, so a spread far
+    smaller than the floor stays far smaller than 1 instead of being blown up
+    to unit scale. Zero-variance groups still give exactly 0 (Property 4.1).
+    """
+    std_floor = positive(std_floor, "std_floor")
+    rewards = _rewards(rewards)
+    unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
+    centered, shifted = _centered(rewards / unit)
+    with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
+        floor = std_floor / unit
+    return centered / np.maximum(shifted.std(axis=-1, keepdims=True), floor)

@@ -27,8 +27,8 @@ import numpy as np
 from grpo_core._validate import finite_array
 from grpo_core.bandit.runs import RunHistory
 
+#: The widest figure in inches (672 CSS px), which the book's column at 1400 px shows unscaled.
 MAX_WIDTH = 7.0
-"""Widest figure, in inches: 672 CSS px, which the book's column at 1400 px shows unscaled."""
 
 STYLE = {
     "figure.figsize": (6.4, 3.2),

@@ -44,7 +44,6 @@ from grpo_core.bandit.failure_modes import (
     PromptSetGRPO,
     PromptSetStep,
     noisy_reward_model,
-    std_floor_advantages,
     verifier_rewards,
 )
 from grpo_core.bandit.grpo import (
@@ -106,7 +105,6 @@ __all__ = [
     "score",
     "softmax",
     "state_value",
-    "std_floor_advantages",
     "track",
     "verifier_rewards",
 ]

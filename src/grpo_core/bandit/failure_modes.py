@@ -6,7 +6,7 @@ r"""The pieces §9's failure modes need that eqs. (1)–(9) do not already give.
 * :func:`noisy_reward_model` — a learned reward model's score: the true reward
   plus Gaussian noise, and optionally one bad arm that is sometimes scored
   very high (the "lucky" completion of §9's reward-hacking item);
-* :func:`std_floor_advantages` — eq. (3) with the std clamped from below, one
+* :func:`~grpo_core.advantages.std_floor_advantages` — eq. (3) with the std clamped from below, one
   mitigation of std collapse;
 * :class:`PromptSetGRPO` — GRPO over several prompts of different difficulty,
   with three ways of treating zero-variance groups: keep them in the batch
@@ -25,12 +25,11 @@ from grpo_core._validate import (
     choice,
     nonnegative,
     numpy_array,
-    positive,
     positive_int,
     scalar,
     unit_interval,
 )
-from grpo_core.advantages import _centered, _power_of_two, _rewards, zero_std_fraction, zero_std_mask
+from grpo_core.advantages import zero_std_fraction, zero_std_mask
 from grpo_core.bandit.env import check_actions, check_rng, log_softmax, sample_group
 from grpo_core.bandit.grpo import GRPOConfig, objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
@@ -77,23 +76,6 @@ def noisy_reward_model(
         lucky = (actions == lucky_action) & (rng.random(actions.size) < lucky_prob)
         scores = np.where(lucky, lucky_reward, scores)
     return scores
-
-
-def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
-    r""":math:`\hat A_i = (R_i - \mathrm{mean}(R)) / \max(\mathrm{std}(R),\ s_\mathrm{min})`, eq. (3) with a floor.
-
-    Where the group std is at least ``std_floor`` this is eq. (3) with ε = 0;
-    below it the centred rewards are divided by the floor, so a spread far
-    smaller than the floor stays far smaller than 1 instead of being blown up
-    to unit scale. Zero-variance groups still give exactly 0 (Property 4.1).
-    """
-    std_floor = positive(std_floor, "std_floor")
-    rewards = _rewards(rewards)
-    unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
-    centered, shifted = _centered(rewards / unit)
-    with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
-        floor = std_floor / unit
-    return centered / np.maximum(shifted.std(axis=-1, keepdims=True), floor)
 
 
 ZERO_STD_HANDLING = ("keep", "mask", "resample")
