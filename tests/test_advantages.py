@@ -16,7 +16,7 @@ from grpo_core import (
     zero_std_fraction,
     zero_std_mask,
 )
-from grpo_core.advantages import zero_signal_probability
+from grpo_core.advantages import group_std, zero_signal_probability
 
 CHAPTER_GROUP = [0.9, 0.4, 0.9, 0.2]  # §12
 
@@ -171,3 +171,20 @@ def test_bad_input(kwargs, error, match):
 def test_zero_signal_probability_bad_input(args, error):
     with pytest.raises(error):
         zero_signal_probability(*args)
+
+
+@given(arrays(np.float64, st.integers(2, 12), elements=st.floats(-1e3, 1e3)), st.sampled_from([0, 1]))
+def test_group_std_is_the_denominator_of_eq_3(rewards, ddof):
+    std = group_std(rewards, ddof=ddof)
+    np.testing.assert_allclose(std, rewards.std(ddof=ddof), rtol=1e-9, atol=1e-12)
+    if np.ptp(rewards) > 1e-6:
+        np.testing.assert_allclose(
+            group_advantages(rewards, eps=0.0, ddof=ddof), centered_rewards(rewards) / std, rtol=1e-9, atol=1e-9
+        )
+
+
+def test_group_std_is_exactly_zero_for_a_zero_variance_group_and_scale_safe():
+    assert group_std(np.full(14, 0.97, dtype=np.float32)) == 0.0
+    np.testing.assert_allclose(group_std([[1e308, 1e308, 0.0], [1.0, 1.0, 1.0]]), [np.sqrt(2) / 3 * 1e308, 0.0])
+    with pytest.raises(ValueError, match="ddof"):
+        group_std([0.0, 1.0], ddof=2)

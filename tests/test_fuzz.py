@@ -113,6 +113,7 @@ VALID = {
     ),
     "advantages.centered_rewards": (grpo_core.centered_rewards, dict(rewards=[0.2, 0.9, 0.4])),
     "advantages.group_mean": (grpo_core.group_mean, dict(rewards=[0.2, 0.9, 0.4])),
+    "advantages.group_std": (grpo_core.group_std, dict(rewards=[0.2, 0.9, 0.4], ddof=1)),
     "advantages.rloo_advantages": (grpo_core.rloo_advantages, dict(rewards=[0.2, 0.9, 0.4])),
     "advantages.dr_grpo_advantages": (grpo_core.dr_grpo_advantages, dict(rewards=[0.2, 0.9, 0.4])),
     "advantages.zero_std_mask": (grpo_core.zero_std_mask, dict(rewards=[0.2, 0.9, 0.4])),

@@ -108,6 +108,23 @@ def centered_rewards(rewards) -> np.ndarray:
     return _unscaled(_centered(rewards / scale)[0], scale, "R - mean(R)")
 
 
+def group_std(rewards, ddof: int = 0) -> np.ndarray:
+    r"""σ of eq. (3), per group: :math:`\sqrt{\tfrac{1}{G-\mathrm{ddof}}\sum_i (R_i - \bar R)^2}`.
+
+    ``ddof=0`` is the population std of the chapter's §12; 1 is the sample std
+    of ``torch.std`` (TRL, verl, OpenRLHF). Exactly 0 in a zero-variance group
+    (Property 4.1), and scale-safe like :func:`group_advantages`.
+    """
+    ddof = positive_int(ddof, "ddof", minimum=0)
+    if ddof > 1:
+        raise ValueError(f"ddof must be 0 or 1, got {ddof}")
+    rewards = _rewards(rewards)
+    unit = _power_of_two(rewards, -1)
+    centered, _ = _centered(rewards / unit)
+    spread = np.sqrt((centered**2).sum(axis=-1, keepdims=True) / (rewards.shape[-1] - ddof))
+    return _unscaled(spread, unit, "std(R)")[..., 0]
+
+
 def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "group") -> np.ndarray:
     r"""Eq. (3): :math:`\hat A_i = (R_i - \mathrm{mean}(R)) / (\mathrm{std}(R) + \varepsilon)`.
 
