@@ -416,3 +416,12 @@ def test_the_verifier_compares_numbers_beyond_4300_digits():
 def test_the_verifier_normalises_a_long_adversarial_answer():
     answer = " $" * 50_000 + "42" + " .$" * 50_000
     assert normalize_answer(answer) == "42"
+
+
+def test_the_clipped_surrogate_refuses_a_term_beyond_the_float_range():
+    ratio = np.array([1.2, 1.0])  # inside the band: both branches are r·Â
+    with pytest.raises(ValueError, match=r"r·advantages exceeds the float range"):
+        clipped_surrogate(ratio, np.array([1.6e308, -1.0]), 0.5)
+    with pytest.raises(ValueError, match=r"r·advantages exceeds the float range"):
+        clipped_surrogate(torch.tensor(ratio, dtype=torch.float32), torch.tensor([3e38, -1.0]), 0.5)
+    np.testing.assert_allclose(clipped_surrogate(ratio, np.array([1e307, -1.0]), 0.5), [1.2e307, -1.0])

@@ -86,8 +86,9 @@ equation.
   verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio, k3 and
   r·k3 stay below e^20 ≈ 4.9e8, with zero gradient beyond the bound.
   Where a result truly exceeds the float range (k1 of log-probs 1e308
-  apart, β·margin in DPO, R − V in PPO, Dr. GRPO's R − mean(R) of rewards
-  ±1e308 apart, log-softmax of logits 1e308 apart) a ``ValueError`` says so.
+  apart, r·Â in the clipped surrogate, β·margin in DPO, R − V in PPO,
+  Dr. GRPO's R − mean(R) of rewards ±1e308 apart, log-softmax of logits
+  1e308 apart) a ``ValueError`` says so.
 * Advantages are scale-safe: rewards are divided by an exact power of two
   before they are centred, which changes no result that did not overflow,
   so any finite rewards give finite, correct Â (``[1e200, 0]`` gives ±1,

@@ -14,7 +14,7 @@ surrogate is unchanged wherever its clip is active.
 from __future__ import annotations
 
 from grpo_core._backend import namespace
-from grpo_core._validate import finite_array, nonnegative, real_number, same_shape
+from grpo_core._validate import finite_array, nonnegative, overflow_checked, real_number, same_shape
 
 #: Log-ratios are clamped to ±20 before they are exponentiated (verl 0.9.1's bound): ratios stay below e^20.
 LOG_RATIO_BOUND = 20.0
@@ -118,7 +118,8 @@ def clipped_surrogate(
     """
     ratio, advantages = _pair(ratio, advantages)
     low, high = clip_range(eps_low, eps_high)
-    return _surrogate(ratio, advantages, low, high, delta_cap(delta, high))
+    delta = delta_cap(delta, high)
+    return overflow_checked(lambda: _surrogate(ratio, advantages, low, high, delta), "r·advantages")
 
 
 def _clip_masks(ratio, advantages, low: float, high: float):
