@@ -16,7 +16,7 @@ from __future__ import annotations
 from grpo_core._backend import namespace
 from grpo_core._validate import finite_array, nonnegative, overflow_checked, real_number, same_shape
 
-#: Log-ratios are clamped to ±20 before they are exponentiated (verl 0.9.1's bound): ratios stay below e^20.
+#: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below e^20.
 LOG_RATIO_BOUND = 20.0
 
 

@@ -475,13 +475,15 @@ class BanditLab:
         import matplotlib.pyplot as plt
 
         curves = self.curves
-        fig, (ax_pi, ax_r, ax_p) = plt.subplots(1, 3, figsize=(11, 3.1), width_ratios=(1, 1.3, 1.3))
+        fig, (ax_pi, ax_r, ax_p) = plt.subplots(
+            1, 3, figsize=(7.0, 3.0), width_ratios=(1, 1.3, 1.3), layout="constrained"
+        )
         x = np.arange(len(self.names))
         ax_pi.bar(x - 0.18, self.run.probs, 0.36, label=r"$\pi_\theta$", color=BLUE)
         ax_pi.bar(x + 0.18, self.run.ref_probs, 0.36, label=r"$\pi_{\mathrm{ref}}$", color="#e6eaef", edgecolor=GREY)
-        ax_pi.set_xticks(x, [f"{n}\nr={r:g}" for n, r in zip(self.names, self.run.reward_table, strict=True)])
+        ax_pi.set_xticks(x, [f"{n}\n{r:g}" for n, r in zip(self.names, self.run.reward_table, strict=True)])
         ax_pi.set(ylim=(0, 1), ylabel="probability", title=f"policy after {len(self.run.history)} steps")
-        ax_pi.legend(loc="upper left")
+        ax_pi.legend(loc="upper right", fontsize=8)
         ax_r.plot(*curves["mean_reward"], "o", ms=3, color=GREY, label="group mean R (raw)")
         ax_r.plot(*curves["value"], color=BLUE, label=r"$V^\pi = \sum_a \pi(a)\,r(a)$")
         ax_r.set(xlabel="GRPO step", ylabel="reward", title="reward", ylim=(0, 1))
@@ -492,7 +494,6 @@ class BanditLab:
         ax_p.set(xlabel="GRPO step", title="policy statistics")
         ax_p.axhline(np.log(len(self.names)), color=GREY, lw=0.8, ls="--")
         ax_p.legend(loc="center left", fontsize=8)
-        fig.tight_layout()
         return fig
 
     def show(self) -> None:
