@@ -12,18 +12,14 @@ be clean. The file browser must list each notebook once.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import time
-import urllib.error
 from pathlib import Path
 
 import jupytext
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from test_lab_browser import JUPYTER, SERVER_START_S, accept_kernel_dialog, api, free_port, run_all_cells, write_json
+from test_lab_browser import SERVER_START_S, accept_kernel_dialog, api, jupyterlab_server, run_all_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB_CONFIG = ROOT / "jupyterlab" / "jupyter_lab_config.py"
@@ -56,64 +52,8 @@ def clone(tmp_path_factory) -> Path:
 def reader_lab(clone, tmp_path_factory):
     """JupyterLab started like ``make lab`` (its config file) on the clone's notebooks/; yields base URL and token."""
     home = tmp_path_factory.mktemp("jupyterlab-reader")
-    # Test-only user setting: render every cell (no virtual scrolling), so that every answer is in the DOM.
-    write_json(
-        home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
-        {"windowingMode": "none"},
-    )
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTER_DATA_DIR": str(home / "data"),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "IPYTHONDIR": str(home / "ipython"),
-    }
-    token, port = os.urandom(16).hex(), free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = (home / "server.log").open("w")
-    server = subprocess.Popen(
-        [
-            str(JUPYTER),
-            "lab",
-            f"--config={LAB_CONFIG}",
-            f"--ServerApp.root_dir={clone / 'notebooks'}",
-            "--no-browser",
-            f"--ServerApp.token={token}",
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--port-retries=0",
-            "--allow-root",
-        ],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            assert server.poll() is None, f"jupyter lab exited early:\n{(home / 'server.log').read_text()}"
-            try:
-                api(f"{base}/api/status", token)
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                assert time.monotonic() < deadline, f"jupyter lab did not answer within {SERVER_START_S} s"
-                time.sleep(0.5)
-        yield base, token
-    finally:
-        try:
-            api(f"{base}/api/shutdown", token, method="POST")
-            server.wait(timeout=20)
-        except (urllib.error.URLError, ConnectionError, TimeoutError, subprocess.TimeoutExpired):
-            os.killpg(server.pid, signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait(timeout=10)
-        log.close()
+    with jupyterlab_server(home, clone / "notebooks", (f"--config={LAB_CONFIG}",)) as server:
+        yield server
 
 
 def lab_config():

@@ -84,10 +84,11 @@ def write_json(path: Path, content: dict) -> None:
 
 
 @contextlib.contextmanager
-def jupyterlab_server(home: Path):
-    """A JupyterLab server of our own on ``home / "notebooks"`` (settings under ``home``); yields its base URL and
-    token, stops it (and its kernels) afterwards. Also used by ``bench/bench_lab_jupyterlab.py``."""
-    notebooks = home / "notebooks"
+def jupyterlab_server(home: Path, notebooks: Path | None = None, options: tuple[str, ...] = ()):
+    """A JupyterLab server of our own on ``notebooks`` (default ``home / "notebooks"``; settings under ``home``),
+    started with the extra command-line ``options``; yields its base URL and token, stops it (and its kernels)
+    afterwards. Also used by ``tests/test_jupyterlab_reader.py`` and ``bench/bench_lab_jupyterlab.py``."""
+    notebooks = home / "notebooks" if notebooks is None else notebooks
     # No news pop-up; render every cell (no virtual scrolling) so the lab stays in the DOM.
     write_json(
         home / "config" / "labconfig" / "page_config.json",
@@ -121,6 +122,7 @@ def jupyterlab_server(home: Path):
             "--port-retries=0",
             "--allow-root",
             f"--ServerApp.root_dir={notebooks}",
+            *options,
         ],
         env=env,
         stdout=log,

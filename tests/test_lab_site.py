@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
-import yaml
 from lab_parity import LOGIT_TOLERANCE, STEPS, trajectories
+from test_site import toc_pages
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 
@@ -259,22 +259,6 @@ def test_no_request_while_playing_offline(lab_page):
     watch.assert_clean()
 
 
-def _toc_pages() -> list[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
-
-    def files(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                yield node["file"]
-            for value in node.values():
-                yield from files(value)
-        elif isinstance(node, list):
-            for item in node:
-                yield from files(item)
-
-    return [f"{name}.html" for name in [toc["root"], *files(toc.get("parts", []))]]
-
-
 OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 LAYOUT = """() => {
   const box = (selector) => document.querySelector(selector).getBoundingClientRect();
@@ -321,7 +305,7 @@ def test_no_page_of_the_site_scrolls_sideways(browser, site, width):
     page = context.new_page()
     wide = {}
     try:
-        for name in _toc_pages():
+        for name in toc_pages():
             page.goto(site + name, wait_until="load")
             scroll, inner = page.evaluate(OVERFLOW)
             if scroll > inner:

@@ -37,7 +37,7 @@ REDIRECT = "index.html"  # the site's entry point, forwarding to the landing pag
 TIMEOUT_MS = 30_000
 
 
-def _toc_pages() -> list[str]:
+def toc_pages() -> list[str]:
     """The HTML page of every document in _toc.yml (what the build must contain)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
 
@@ -54,7 +54,7 @@ def _toc_pages() -> list[str]:
     return [f"{name}.html" for name in [toc["root"], *files(toc.get("parts", []))]]
 
 
-PAGES = [*_toc_pages(), *GENERATED_PAGES]
+PAGES = [*toc_pages(), *GENERATED_PAGES]
 
 
 class _LoggingHandler(http.server.SimpleHTTPRequestHandler):
@@ -138,8 +138,8 @@ MATH_STATE = """async () => {
   const math = [...document.querySelectorAll('.math')];
   const article = document.querySelector('article') || document.body;
   const prose = article.cloneNode(true);
-  // Code, program output (cell outputs, widget snapshots) and API signatures are not prose.
-  prose.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .cell_output, .sig')
+  // Code, program output (cell outputs, widget snapshots, the live lab of §11) and API signatures are not prose.
+  prose.querySelectorAll('pre, code, script, style, mjx-container, .highlight, .cell_output, .grpo-lab-live, .sig')
     .forEach((e) => e.remove());
   return {
     math: math.length,
@@ -196,7 +196,7 @@ def test_the_build_holds_exactly_the_pages_of_the_table_of_contents():
 
 def test_index_forwards_to_the_landing_page(page, site):
     page.goto(site)
-    page.wait_for_url(site + _toc_pages()[0])
+    page.wait_for_url(site + toc_pages()[0])
     assert page.title().startswith("GRPO Companion")
 
 
@@ -565,7 +565,7 @@ def test_every_page_names_the_site_icon():
 def test_the_first_visit_requests_nothing_missing(page, site):
     _LoggingHandler.served.clear()
     page.goto(site)
-    page.wait_for_url(site + _toc_pages()[0])
+    page.wait_for_url(site + toc_pages()[0])
     page.wait_for_load_state("networkidle")
     page.wait_for_function("() => document.fonts.status === 'loaded'")
     deadline = time.monotonic() + 10  # the browser asks for the icon on its own, after the page has loaded
