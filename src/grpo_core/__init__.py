@@ -1,10 +1,10 @@
-"""grpo_core — the formulas of the GRPO chapter, each in one short function.
+r"""grpo_core — the formulas of the GRPO chapter, each in one short function.
 
 ==========  =========  ===============================================  ===========================
 section     chapter    idea                                             where
 ==========  =========  ===============================================  ===========================
 §2                     what the critic costs in memory and FLOPs        ``course.total_memory_gb``
-§3          eq. (1)    sample a group from π_θ_old                      ``bandit.sample_group``
+§3          eq. (1)    sample a group from the old policy               ``bandit.sample_group``
 §3          eq. (2)    one scalar reward per completion                 ``bandit.reward_of``
 §3          eq. (2)    a rule-based verifier (RLVR)                     ``course.exact_match_reward``
 §4          eq. (3)    group-relative advantage                         ``advantages.group_advantages``
@@ -84,7 +84,7 @@ equation.
 * No silent inf or NaN from finite input. Log-ratios are clamped to ±20
   before they are exponentiated (``clipping.LOG_RATIO_BOUND``, the bound of
   verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio, k3 and
-  r·k3 stay below e^20 ≈ 4.9e8, with zero gradient beyond the bound.
+  r·k3 stay below :math:`e^{20} \approx 4.9\cdot10^8`, with zero gradient beyond the bound.
   Where a result truly exceeds the float range (k1 of log-probs 1e308
   apart, r·Â in the clipped surrogate, β·margin in DPO, R − V in PPO,
   Dr. GRPO's R − mean(R) of rewards ±1e308 apart, log-softmax of logits

@@ -16,7 +16,7 @@ from __future__ import annotations
 from grpo_core._backend import namespace
 from grpo_core._validate import finite_array, nonnegative, overflow_checked, real_number, same_shape
 
-#: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below e^20.
+#: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below :math:`e^{20}`.
 LOG_RATIO_BOUND = 20.0
 
 
@@ -26,7 +26,7 @@ def _clamped(log_ratio):
 
 
 def _ratio(logp, old_logp):
-    """Eq. (6): r = exp(log π_θ - log π_θ_old), the log-ratio clamped."""
+    r"""Eq. (6): :math:`r = \exp(\log\pi_\theta - \log\pi_{\theta_\mathrm{old}})`, the log-ratio clamped."""
     return namespace(logp).exp(_clamped(logp - old_logp))
 
 
@@ -112,7 +112,7 @@ def clipped_surrogate(
     the minimum and the ratio lies outside the band, the term is constant in θ
     and its gradient is exactly 0.
 
-    ``delta`` (> 1 + ε_high) caps the unclipped branch too,
+    ``delta`` (> :math:`1 + \varepsilon_\mathrm{high}`) caps the unclipped branch too,
     :math:`\min(\min(r, \delta)\hat A,\ \mathrm{clip}(r)\hat A)`: TRL's "two-sided
     clipping" (INTELLECT-2), which bounds the term when Â < 0 and r is huge.
     """

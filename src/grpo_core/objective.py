@@ -16,7 +16,8 @@ KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
 
 
 def _kl_term(estimator: str, log_rho, ratio):
-    """The per-sample KL term that enters the loss, from the clamped log ρ = log π_ref - log π_θ:
+    r"""The per-sample KL term that enters the loss, from the clamped
+    :math:`\log\rho = \log\pi_\mathrm{ref} - \log\pi_\theta`:
     k3 (eq. 8), r·k3 (``"k3_ratio"``) or k3 with k2's gradient (``"k3_plus"``)."""
     if estimator == "k3_plus":
         return _k3_plus_of(log_rho)
@@ -61,7 +62,8 @@ def grpo_objective(
     Here :math:`\mathbb E[\widehat{D}_\mathrm{KL}] = \frac1G\sum_i k_3(o_i)`.
 
     ``logp``, ``old_logp``, ``ref_logp`` are the log-probabilities of the
-    sampled actions under π_θ, π_θ_old and π_ref; ``advantages`` are the Â_i of
+    sampled actions under :math:`\pi_\theta`, :math:`\pi_{\theta_\mathrm{old}}` and :math:`\pi_\mathrm{ref}`;
+    ``advantages`` are the :math:`\hat A_i` of
     eq. (3). The KL term is the k3 estimator of eq. (8), inside the objective
     (not folded into the reward). NumPy in, a float out; torch in, a scalar
     tensor out, differentiable in ``logp``. This is to be *maximised*.

@@ -1,8 +1,9 @@
 r"""Token-level GRPO loss (chapter §10, eqs. 6–9) in torch, with autograd.
 
 A batch holds ``B`` completions padded to ``T`` tokens. Each token of
-completion i has a log-probability under π_θ (``logps``, differentiable),
-π_θ_old and π_ref; completion i has one sequence-level advantage Â_i (eq. 3)
+completion i has a log-probability under :math:`\pi_\theta` (``logps``, differentiable),
+:math:`\pi_{\theta_\mathrm{old}}` and :math:`\pi_\mathrm{ref}`; completion i has one sequence-level advantage
+:math:`\hat A_i` (eq. 3)
 that is broadcast to every one of its tokens. The per-token term is
 
 .. math:: \ell_{i,t} = -\min\big(r_{i,t}\hat A_i,\ \mathrm{clip}(r_{i,t},\,1-\varepsilon_\mathrm{low},
@@ -155,19 +156,20 @@ def grpo_token_loss(
     delta: float | None = None,
     importance_sampling_level: str = "token",
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The GRPO loss (the negative of eq. 9) over a batch of completions.
+    r"""The GRPO loss (the negative of eq. 9) over a batch of completions.
 
     Parameters
     ----------
     logps, old_logps, ref_logps : floating tensors of shape ``(B, T)``
-        Per-token log-probabilities of the sampled tokens under π_θ (with
-        autograd), π_θ_old and π_ref (both treated as constants). ``ref_logps``
+        Per-token log-probabilities of the sampled tokens under :math:`\pi_\theta` (with
+        autograd), :math:`\pi_{\theta_\mathrm{old}}` and :math:`\pi_\mathrm{ref}` (both treated as constants).
+        ``ref_logps``
         may be ``None`` when ``beta == 0``; when it is given with ``beta == 0``
         the KL is still reported, but does not enter the loss. float16 and
         bfloat16 are computed in float32. Entries where ``mask`` is 0 are never
         read; entries where it is 1 must be finite.
     advantages : tensor of shape ``(B,)``
-        One Â_i per completion (eq. 3), broadcast over its tokens.
+        One :math:`\hat A_i` per completion (eq. 3), broadcast over its tokens.
     mask : tensor of shape ``(B, T)``, bool or 0/1
         1 for a completion's tokens (its EOS included), 0 for padding. Every
         row needs at least one token: drop fully masked completions first.

@@ -60,9 +60,9 @@ def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.n
 
 
 def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generator, temperature: float = 0.0):
-    """An offline preference dataset: ``num_pairs`` rows ``[chosen, rejected]``.
+    r"""An offline preference dataset: ``num_pairs`` rows ``[chosen, rejected]``.
 
-    Each pair is two *different* completions drawn from π_ref without
+    Each pair is two *different* completions drawn from :math:`\pi_\mathrm{ref}` without
     replacement (the SFT model's samples, as in DPO), labelled by
     :func:`preference_probability` of their rewards: the reward table is
     consulted here, once, and never during training.
@@ -92,7 +92,7 @@ def _pairs(pairs, num_actions: int) -> np.ndarray:
 
 
 def _log_ratio(logits, ref_logits) -> np.ndarray:
-    """log π_θ(a) - log π_ref(a) of every action, both logit vectors validated by name."""
+    r""":math:`\log\pi_\theta(a) - \log\pi_\mathrm{ref}(a)` of every action, both logit vectors validated by name."""
     log_probs = log_softmax(numpy_array(logits, "logits", ndim=(1,)))
     ref_log_probs = log_softmax(numpy_array(ref_logits, "ref_logits", ndim=(1,)), "ref_logits")
     if ref_log_probs.shape != log_probs.shape:
@@ -109,7 +109,7 @@ def _margins(log_ratio, pairs, beta: float) -> np.ndarray:
 
 
 def _checked(logits, ref_logits, pairs, beta) -> tuple[np.ndarray, np.ndarray, int]:
-    """The margins h_n of the validated inputs, the validated pairs and the number of actions."""
+    """The margins :math:`h_n` of the validated inputs, the validated pairs and the number of actions."""
     log_ratio = _log_ratio(logits, ref_logits)
     pairs = _pairs(pairs, log_ratio.size)
     return _margins(log_ratio, pairs, positive(beta, "beta")), pairs, log_ratio.size
@@ -153,7 +153,7 @@ def kl_regularized_optimum(ref_probs, rewards, beta: float) -> np.ndarray:
     r""":math:`\pi^*(a) = \pi_\mathrm{ref}(a)\,e^{r(a)/\beta} / Z`.
 
     The maximiser of :math:`\mathbb E_\pi[r] - \beta\,\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (Rafailov et al., eq. 4).
-    Computed in log space; ``ref_probs`` must be > 0 (π* is 0 wherever π_ref is).
+    Computed in log space; ``ref_probs`` must be > 0 (π* is 0 wherever :math:`\pi_\mathrm{ref}` is).
     """
     ref_probs = probabilities(ref_probs, "ref_probs")
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
@@ -203,9 +203,9 @@ class DPOStep:
 
 
 class BanditDPO(BanditTrainer):
-    """DPO on the bandit.
+    r"""DPO on the bandit.
 
-    :meth:`start` draws the offline dataset from π_ref (that is all the sampling
+    :meth:`start` draws the offline dataset from :math:`\pi_\mathrm{ref}` (that is all the sampling
     DPO does: ``samples_drawn = 2 * num_pairs``); :meth:`update` is a gradient
     step on a batch of pairs.
     """
@@ -213,7 +213,7 @@ class BanditDPO(BanditTrainer):
     config_type = DPOConfig
 
     def start(self) -> None:
-        """Draw and label the pair dataset from π_ref."""
+        r"""Draw and label the pair dataset from :math:`\pi_\mathrm{ref}`."""
         cfg = self.config
         self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)
         self.samples_drawn = 2 * cfg.num_pairs

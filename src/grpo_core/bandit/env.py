@@ -25,14 +25,15 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 
 def softmax(logits) -> np.ndarray:
-    """π_θ = softmax(θ) over the last axis, computed stably."""
+    r""":math:`\pi_\theta = \mathrm{softmax}(\theta)` over the last axis, computed stably."""
     return _softmax(numpy_array(logits, "logits", ndim=(1, 2)))
 
 
 def log_softmax(logits, name: str = "logits") -> np.ndarray:
-    """log π_θ, computed stably; logits whose spread exceeds the float64 range are refused (log π would be -inf).
+    r""":math:`\log\pi_\theta`, computed stably; logits whose spread exceeds the float64 range are refused (log π would
+    be -inf).
 
-    ``name`` is the argument an error message names (``"ref_logits"`` for π_ref's logits).
+    ``name`` is the argument an error message names (``"ref_logits"`` for :math:`\pi_\mathrm{ref}`'s logits).
     """
     logits = numpy_array(logits, name, ndim=(1, 2))
     with np.errstate(over="ignore"):

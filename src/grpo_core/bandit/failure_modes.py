@@ -116,7 +116,7 @@ class PromptSetGRPO(BanditTrainer):
     ``"keep"``
         the batch is the first pass and ``n = P``. Zero-variance groups have
         Â = 0, so they add nothing to the clipped term — but they still count
-        in ``n`` and (if β > 0) still pull towards π_ref through their KL term.
+        in ``n`` and (if β > 0) still pull towards :math:`\pi_\mathrm{ref}` through their KL term.
     ``"mask"``
         zero-variance groups are dropped from the batch and from ``n``. With
         β = 0 the sum is unchanged and only ``n`` shrinks: masking is a larger
@@ -163,7 +163,8 @@ class PromptSetGRPO(BanditTrainer):
 
     @property
     def success_rate(self) -> np.ndarray:
-        """The probability of R = 1 for each prompt under the current policy, Σ_a π(a|p) s_p(a), exactly."""
+        r"""The probability of R = 1 for each prompt under the current policy, :math:`\sum_a \pi(a\mid p)\,s_p(a)`,
+        exactly."""
         return (self.probs * self.success_probs).sum(axis=-1)
 
     def _draw_group(self, prompt: int) -> tuple[int, np.ndarray, np.ndarray]:

@@ -3,8 +3,8 @@ r"""The chapter's laboratory (§11): GRPO on a 4-armed bandit, gradients by hand
 One fixed prompt, actions A/B/C/D with the reward table
 ``R = [0.2, 0.9, 0.4, 0.1]`` (B is best) and a softmax policy
 :math:`\pi_\theta = \mathrm{softmax}(\theta)`. A GRPO step (§7) freezes
-θ_old, computes the group advantages of eq. (3) and takes ``inner_epochs``
-steps of gradient ascent on eq. (9) against a frozen π_ref.
+:math:`\theta_\mathrm{old}`, computes the group advantages of eq. (3) and takes ``inner_epochs``
+steps of gradient ascent on eq. (9) against a frozen :math:`\pi_\mathrm{ref}`.
 
 The gradient, derived by hand
 -----------------------------
@@ -60,9 +60,10 @@ ADVANTAGES = {
 
 
 def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=0.2, eps_high=None, beta=0.04):
-    """∇_θ of eq. (9) for the softmax bandit, by hand (see the module docstring).
+    r"""∇_θ of eq. (9) for the softmax bandit, by hand (see the module docstring).
 
-    ``old_logp`` and ``ref_logp`` are log π_θ_old(a_i) and log π_ref(a_i) of the
+    ``old_logp`` and ``ref_logp`` are :math:`\log\pi_{\theta_\mathrm{old}}(a_i)` and :math:`\log\pi_\mathrm{ref}(a_i)`
+    of the
     sampled actions; returns the gradient with the shape of ``logits`` (K,).
     """
     log_probs = log_softmax(numpy_array(logits, "logits", ndim=(1,)))
@@ -82,7 +83,8 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
 
 
 def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta) -> np.ndarray:
-    """The kernel: c_i = [not clipped] Â_i r_i - β (1 - ρ_i); (Σ c_i e_{a_i} - π Σ c_i) / G.
+    r"""The kernel: :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1 - \rho_i)`;
+    :math:`(\sum_i c_i e_{a_i} - \pi\sum_i c_i)/G`.
 
     Where a log-ratio lies beyond the clamp of ±20 (grpo_core.clipping), its
     factor is a constant and contributes no gradient, exactly as autograd sees it.
@@ -111,9 +113,10 @@ class GRPOConfig:
 
     #: G, completions per group (at least 2).
     group_size: int = 8
-    #: ε of eq. (7) below 1, the clip's lower side 1 − ε_low.
+    #: ε of eq. (7) below 1, the clip's lower side :math:`1 - \varepsilon_\mathrm{low}`.
     eps_low: float = 0.2
-    #: ε of eq. (7) above 1 (``None`` for a symmetric clip, ε_high = ε_low).
+    #: ε of eq. (7) above 1 (``None`` for a symmetric clip,
+    #: :math:`\varepsilon_\mathrm{high} = \varepsilon_\mathrm{low}`).
     eps_high: float | None = None
     #: β of eq. (9), the weight of the k3 KL penalty.
     beta: float = 0.04
@@ -141,21 +144,21 @@ class GRPOConfig:
 class StepResult:
     """Everything one GRPO step on one group shows (the lab's views)."""
 
-    #: The group's actions a_i, shape (G,).
+    #: The group's actions :math:`a_i`, shape (G,).
     actions: np.ndarray
-    #: Their rewards R_i (eq. 2).
+    #: Their rewards :math:`R_i` (eq. 2).
     rewards: np.ndarray
-    #: Their advantages Â_i (eq. 3 or the chosen variant).
+    #: Their advantages :math:`\hat A_i` (eq. 3 or the chosen variant).
     advantages: np.ndarray
-    #: π_θ(a_i)/π_θ_old(a_i) at the new policy (eq. 6).
+    #: :math:`\pi_\theta(a_i)/\pi_{\theta_\mathrm{old}}(a_i)` at the new policy (eq. 6).
     ratios: np.ndarray
     #: Where the clip of eq. (7) is active at the new policy.
     clipped: np.ndarray
-    #: π_θ_old, the policy the group was drawn from.
+    #: :math:`\pi_{\theta_\mathrm{old}}`, the policy the group was drawn from.
     old_probs: np.ndarray
-    #: π_θ after the step.
+    #: :math:`\pi_\theta` after the step.
     probs: np.ndarray
-    #: π_ref, the frozen reference.
+    #: :math:`\pi_\mathrm{ref}`, the frozen reference.
     ref_probs: np.ndarray
     #: Eq. (9) at the new policy.
     objective: float
@@ -181,7 +184,7 @@ class StepResult:
 
     @property
     def kl(self) -> float:
-        """Exact KL(π_θ‖π_ref) of the new policy."""
+        r"""Exact :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` of the new policy."""
         return float(categorical_kl(self.probs, self.ref_probs))
 
     @property
@@ -190,7 +193,7 @@ class StepResult:
 
 
 def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOConfig()) -> StepResult:
-    """One GRPO iteration (§7) on one sampled group: freeze θ_old, compute Â
+    r"""One GRPO iteration (§7) on one sampled group: freeze :math:`\theta_\mathrm{old}`, compute Â
     (eq. 3), ascend eq. (9) for ``config.inner_epochs`` steps of size ``config.lr``.
     """
     if not isinstance(config, GRPOConfig):
@@ -252,7 +255,7 @@ class BanditGRPO(BanditTrainer):
         self.pending: np.ndarray | None = None
 
     def set_policy(self, probs) -> None:
-        """Put π_θ at the given probabilities (π_ref unchanged), e.g. near-greedy."""
+        r"""Put :math:`\pi_\theta` at the given probabilities (:math:`\pi_\mathrm{ref}` unchanged), e.g. near-greedy."""
         probs = np.asarray(probabilities(probs, "probs"), dtype=float)
         if probs.shape != self.logits.shape:
             raise ValueError(f"probs must have shape {self.logits.shape}, got {probs.shape}")
@@ -260,7 +263,7 @@ class BanditGRPO(BanditTrainer):
         self.pending = None
 
     def sample(self) -> tuple[np.ndarray, np.ndarray]:
-        """Draw a group of ``config.group_size`` actions from π_θ; return (actions, rewards)."""
+        r"""Draw a group of ``config.group_size`` actions from :math:`\pi_\theta`; return (actions, rewards)."""
         self.pending, rewards = self.draw(self.config.group_size)
         return self.pending, rewards
 

@@ -17,7 +17,7 @@ from grpo_core.bandit.env import check_actions, softmax
 
 
 def _policy(logits) -> np.ndarray:
-    """π_θ = softmax(θ) of one policy: ``logits`` must have shape (K,)."""
+    r""":math:`\pi_\theta = \mathrm{softmax}(\theta)` of one policy: ``logits`` must have shape (K,)."""
     return softmax(numpy_array(logits, "logits", ndim=(1,)))
 
 
@@ -36,7 +36,7 @@ def reinforce_gradient(logits, actions, advantages) -> np.ndarray:
     Pass ``advantages = rewards`` for plain REINFORCE, ``rewards - mean`` for
     the group-mean baseline of eq. (5), or :func:`grpo_core.rloo_advantages`
     for RLOO (§8). There is no ratio and no clip: this is the on-policy
-    gradient at θ = θ_old.
+    gradient at :math:`\theta = \theta_\mathrm{old}`.
     """
     probs = _policy(logits)
     actions = check_actions(actions, probs.size)

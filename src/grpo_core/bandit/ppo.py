@@ -55,8 +55,8 @@ def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
     r""":math:`\tilde R_i = R_i - \beta\,(\log\pi(a_i) - \log\pi_\mathrm{ref}(a_i))`: RLHF's KL-in-reward.
 
     ``logp`` are the log-probabilities of the sampled actions under the
-    sampling policy π_θ_old; the penalty is the per-sample k1 estimate of
-    KL(π‖π_ref) (chapter eq. 8 uses k3 and puts it in the loss instead).
+    sampling policy :math:`\pi_{\theta_\mathrm{old}}`; the penalty is the per-sample k1 estimate of
+    :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (chapter eq. 8 uses k3 and puts it in the loss instead).
     """
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
     penalty = numpy_array(kl_k1(logp, ref_logp), "logp - ref_logp")
@@ -149,7 +149,7 @@ class PPOStep:
 
     #: The batch's actions.
     actions: np.ndarray
-    #: Their rewards R_i.
+    #: Their rewards :math:`R_i`.
     rewards: np.ndarray
     #: R̃_i, the rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
@@ -157,7 +157,7 @@ class PPOStep:
     value: float
     #: The critic's V after fitting it to this batch.
     new_value: float
-    #: The advantages A_i used by the policy update.
+    #: The advantages :math:`A_i` used by the policy update.
     advantages: np.ndarray
 
 
@@ -171,7 +171,8 @@ class BanditPPO(BanditTrainer):
         self.value = float(self.config.value_init)
 
     def update(self) -> PPOStep:
-        """Roll out a batch from π_θ_old, shape the rewards, compute A = R̃ − V, fit V, ascend eq. (7)."""
+        r"""Roll out a batch from :math:`\pi_{\theta_\mathrm{old}}`, shape the rewards, compute A = R̃ − V, fit V,
+        ascend eq. (7)."""
         cfg = self.config
         actions, rewards = self.draw(cfg.batch_size)
         old_logp, ref_logp = self.sampled_log_probs(actions)

@@ -10,7 +10,7 @@ The update is one plain policy-gradient step,
 
 with no importance ratio, no clip and no std division (so no inner epochs: a
 second step on the same samples would be off-policy with nothing to correct
-it). As in Ahmadian et al. and RLHF-PPO, the KL to π_ref enters through the
+it). As in Ahmadian et al. and RLHF-PPO, the KL to :math:`\pi_\mathrm{ref}` enters through the
 reward, :math:`R_i - \beta\log(\pi(a_i)/\pi_\mathrm{ref}(a_i))`
 (:func:`grpo_core.bandit.ppo.kl_penalized_rewards`).
 """
@@ -52,15 +52,15 @@ class RLOOConfig:
 
 @dataclass(frozen=True)
 class RLOOStep:
-    """One RLOO update: the group, its rewards (after the KL penalty) and the advantages R_i − b_i."""
+    """One RLOO update: the group, its rewards (after the KL penalty) and the advantages :math:`R_i - b_i`."""
 
     #: The group's actions.
     actions: np.ndarray
-    #: Their rewards R_i.
+    #: Their rewards :math:`R_i`.
     rewards: np.ndarray
     #: The rewards with the KL penalty folded in.
     shaped_rewards: np.ndarray
-    #: R_i − b_i with the leave-one-out baseline b_i.
+    #: :math:`R_i - b_i` with the leave-one-out baseline :math:`b_i`.
     advantages: np.ndarray
 
 
@@ -70,7 +70,8 @@ class BanditRLOO(BanditTrainer):
     config_type = RLOOConfig
 
     def update(self) -> RLOOStep:
-        """Sample a group from π_θ, shape its rewards, take one REINFORCE step with the leave-one-out baseline."""
+        r"""Sample a group from :math:`\pi_\theta`, shape its rewards, take one REINFORCE step with the leave-one-out
+        baseline."""
         cfg = self.config
         actions, rewards = self.draw(cfg.group_size)
         logp, ref_logp = self.sampled_log_probs(actions)

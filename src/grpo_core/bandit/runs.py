@@ -3,7 +3,7 @@ r"""Comparable runs on the one-prompt bandit (chapter §8): one trainer shape, o
 Every method of §8 — GRPO (:class:`grpo_core.bandit.BanditGRPO`), RLOO
 (:class:`grpo_core.bandit.rloo.BanditRLOO`), PPO (:class:`grpo_core.bandit.ppo.BanditPPO`)
 and DPO (:class:`grpo_core.bandit.dpo.BanditDPO`) — starts from the same logits
-(uniform π unless told otherwise) with π_ref ← π_θ captured at reset, takes
+(uniform π unless told otherwise) with :math:`\pi_\mathrm{ref} \leftarrow \pi_\theta` captured at reset, takes
 ``steps`` updates, and is summarised after each update by exact quantities of
 the *policy*, not of the samples it happened to draw:
 
@@ -11,8 +11,8 @@ the *policy*, not of the samples it happened to draw:
 * ``p_best`` — the probability of the best arm(s);
 * ``kl`` — the exact :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, the quantity eq. (8) estimates;
 * ``entropy`` — :math:`H(\pi_\theta)`;
-* ``samples`` — completions drawn so far: rollouts from π_θ for the online
-  methods, the offline preference dataset (drawn from π_ref) for DPO;
+* ``samples`` — completions drawn so far: rollouts from :math:`\pi_\theta` for the online
+  methods, the offline preference dataset (drawn from :math:`\pi_\mathrm{ref}`) for DPO;
 
 and whatever the method's snapshot adds (GRPO: the last group's ``group_reward``
 and ``clip_fraction``; PPO: the critic's ``value``).

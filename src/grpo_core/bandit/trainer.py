@@ -1,4 +1,4 @@
-"""The flow every bandit method shares (chapter §8): construct, reset, step, run, record.
+r"""The flow every bandit method shares (chapter §8): construct, reset, step, run, record.
 
 A method is one subclass that names its knobs and supplies its update, as in
 Spinning Up's ``core.Actor``, whose ``forward`` calls the subclass's
@@ -12,7 +12,7 @@ Spinning Up's ``core.Actor``, whose ``forward`` calls the subclass's
             self.logits = self.logits + self.config.lr * reinforce_gradient(self.logits, actions, rewards)
             return actions
 
-:class:`BanditTrainer` owns the rest: the reward table, θ, π_ref, the seeded
+:class:`BanditTrainer` owns the rest: the reward table, θ, :math:`\pi_\mathrm{ref}`, the seeded
 generator, :meth:`~BanditTrainer.reset` (with a :meth:`~BanditTrainer.start`
 hook for a method's own state), :meth:`~BanditTrainer.step` (the update, a
 check that it kept θ finite, the history), :meth:`~BanditTrainer.run` and the
@@ -46,9 +46,9 @@ class Diverged(ValueError):
 
 
 class BanditTrainer(ABC):
-    """A run of one method on the bandit: the state and the flow every method shares.
+    r"""A run of one method on the bandit: the state and the flow every method shares.
 
-    Holds the reward table, the policy logits θ, the frozen reference π_ref
+    Holds the reward table, the policy logits θ, the frozen reference :math:`\pi_\mathrm{ref}`
     (captured at :meth:`reset`), a seeded ``numpy.random.Generator``, the
     number of completions drawn and the ``history`` of step records. A method
     (:class:`~grpo_core.bandit.grpo.BanditGRPO`, and the §8 neighbours RLOO,
@@ -97,7 +97,8 @@ class BanditTrainer(ABC):
         self.config = replace(self.config, **changes)
 
     def reset(self, seed: int | None = None) -> None:
-        """Policy back to the start, π_ref ← π_θ, RNG reseeded, counter and history cleared, then :meth:`start`."""
+        r"""Policy back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi_\theta`, RNG reseeded, counter and history
+        cleared, then :meth:`start`."""
         if seed is not None:
             self.seed = seed_value(seed)
         self.logits = self.init_logits.copy()
@@ -108,7 +109,8 @@ class BanditTrainer(ABC):
         self.start()
 
     def start(self) -> None:  # noqa: B027 -- a hook: most methods keep no state of their own
-        """The method's own state at the start of a run (after θ, π_ref and the RNG are reset); none by default."""
+        r"""The method's own state at the start of a run (after θ, :math:`\pi_\mathrm{ref}` and the RNG are reset); none
+        by default."""
 
     @abstractmethod
     def update(self):
@@ -153,14 +155,14 @@ class BanditTrainer(ABC):
 
     @property
     def expected_reward(self) -> float:
-        """V^π(q) of the current policy, eq. (4), computed exactly."""
+        r""":math:`V^\pi(q)` of the current policy, eq. (4), computed exactly."""
         return float(state_value(self.probs, self.reward_table))
 
     def snapshot(self) -> dict[str, float]:
-        """Exact quantities of the current policy, the points of a learning curve.
+        r"""Exact quantities of the current policy, the points of a learning curve.
 
-        ``expected_reward`` (V^π, eq. 4), ``p_best`` (probability of the best
-        arm or arms), ``kl`` (exact KL(π_θ‖π_ref), what eq. 8 estimates),
+        ``expected_reward`` (:math:`V^\pi`, eq. 4), ``p_best`` (probability of the best
+        arm or arms), ``kl`` (exact :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, what eq. 8 estimates),
         ``entropy`` and ``samples`` (completions drawn so far). With several
         prompts, each is the mean over the prompts. A method adds its own by
         extending the dict.
@@ -176,12 +178,13 @@ class BanditTrainer(ABC):
         }
 
     def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
-        """Eqs. (1)-(2): draw ``num_samples`` actions from π_θ, count them, return (actions, rewards)."""
+        r"""Eqs. (1)-(2): draw ``num_samples`` actions from :math:`\pi_\theta`, count them, return (actions,
+        rewards)."""
         actions = sample_group(self.probs, num_samples, self.rng)
         self.samples_drawn += actions.size
         return actions, reward_of(actions, self.reward_table)
 
     def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
-        """log π_θ(a_i) and log π_ref(a_i) of the given actions."""
+        r""":math:`\log\pi_\theta(a_i)` and :math:`\log\pi_\mathrm{ref}(a_i)` of the given actions."""
         actions = check_actions(actions, self.logits.size)
         return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]

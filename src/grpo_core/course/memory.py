@@ -1,8 +1,8 @@
 r"""What the critic costs: training memory and FLOPs of PPO-for-LLM vs GRPO (chapter §2).
 
-PPO for RLHF trains two networks of the same size, the policy π_θ and the
-critic V_φ; GRPO trains the policy only (§5: the group mean replaces V_φ).
-Both keep a frozen reference π_ref for the KL term (eq. 8–9), and both need a
+PPO for RLHF trains two networks of the same size, the policy :math:`\pi_\theta` and the
+critic :math:`V_\phi`; GRPO trains the policy only (§5: the group mean replaces :math:`V_\phi`).
+Both keep a frozen reference :math:`\pi_\mathrm{ref}` for the KL term (eq. 8–9), and both need a
 frozen reward model when the reward is learned (RLHF) rather than checked by a
 rule (RLVR, :mod:`grpo_core.course.verifier`).
 
@@ -132,7 +132,7 @@ def flops_per_prompt(
     stage                  FLOPs                       who
     =====================  ==========================  =====================
     generation             2·N·T·c                     both (sampling, eq. 1)
-    reference forward      2·N·T·c                     both (KL to π_ref)
+    reference forward      2·N·T·c                     both (KL to :math:`\pi_\mathrm{ref}`)
     reward model forward   2·N·T·c                     both, if learned
     critic forward         2·N·T·c                     PPO (values for GAE)
     policy training        6·N·T·c·μ                   both
@@ -140,7 +140,7 @@ def flops_per_prompt(
     =====================  ==========================  =====================
 
     PPO typically samples c = 1 completion per prompt, GRPO c = G. The
-    log-probabilities under π_θ_old are assumed to come from the sampling pass
+    log-probabilities under :math:`\pi_{\theta_\mathrm{old}}` are assumed to come from the sampling pass
     (no extra forward). The dict holds only the stages the algorithm runs.
     """
     num_params = positive(num_params, "num_params")

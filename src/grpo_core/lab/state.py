@@ -56,7 +56,8 @@ class GroupView:
 
 
 def policy_point(run: BanditGRPO, best: int) -> dict[str, float]:
-    """V^π (eq. 4), P(best), the exact KL(π‖π_ref) that eq. (8) estimates, and H(π) of the current policy."""
+    r""":math:`V^\pi` (eq. 4), P(best), the exact :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})` that eq. (8) estimates, and
+    H(π) of the current policy."""
     probs, ref = run.probs, run.ref_probs
     return {
         "value": float(state_value(probs, run.reward_table)),

@@ -59,14 +59,14 @@ def signed(value: float) -> str:
 
 
 class BanditLab:
-    """The §11 laboratory: GRPO on the 4-armed bandit, every quantity on screen.
+    r"""The §11 laboratory: GRPO on the 4-armed bandit, every quantity on screen.
 
     Controls: G, ε, β (the chapter's), learning rate, inner epochs, seed,
     advantage variant (GRPO / RLOO / Dr. GRPO), *Sample group*, *GRPO step*,
     *Run N steps* (animated, with a progress bar), *Sharpen π* (put π on one
-    action, π_ref kept) and *Reset* (π back to the start, π_ref captured again).
-    Views: π beside π_ref, the group (R_i, Â_i, ratios, clip), mean(R), std(R),
-    clip fraction, KL(π‖π_ref), H(π), P(best), a zero-variance warning, a
+    action, :math:`\pi_\mathrm{ref}` kept) and *Reset* (π back to the start, :math:`\pi_\mathrm{ref}` captured again).
+    Views: π beside :math:`\pi_\mathrm{ref}`, the group (:math:`R_i`, :math:`\hat A_i`, ratios, clip), mean(R), std(R),
+    clip fraction, :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})`, H(π), P(best), a zero-variance warning, a
     ledger and learning curves.
 
     Everything a button does is also a method (:meth:`sample`, :meth:`step`,
@@ -259,7 +259,7 @@ class BanditLab:
     # -- actions -----------------------------------------------------------
 
     def sample(self) -> GroupView:
-        """*Sample group*: draw G actions from π (eq. 1) and show R_i and Â_i (eq. 3)."""
+        r"""*Sample group*: draw G actions from π (eq. 1) and show :math:`R_i` and :math:`\hat A_i` (eq. 3)."""
         actions, rewards = self.run.sample()
         self._group = GroupView(actions, rewards, self.run.config.advantages(rewards))
         signal = "no signal (all rewards equal)" if self._group.zero_variance else f"std(R) {rewards.std():.3f}"
@@ -307,7 +307,7 @@ class BanditLab:
         return results
 
     def sharpen(self, action: str | int | None = None, prob: float | None = None) -> np.ndarray:
-        """*Sharpen π*: π(onto) ← ``prob``, the rest shared equally; π_ref is kept.
+        r"""*Sharpen π*: π(onto) ← ``prob``, the rest shared equally; :math:`\pi_\mathrm{ref}` is kept.
 
         ``action`` is a name ("C"), an index, or None for the widget's choice
         ("top" = argmax π); ``prob`` defaults to the slider, and both are set
@@ -335,7 +335,8 @@ class BanditLab:
         return self.run.probs
 
     def reset(self) -> None:
-        """*Reset*: π back to the start, π_ref ← π, the RNG reseeded with the seed box, curves cleared."""
+        r"""*Reset*: π back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi`, the RNG reseeded with the seed box,
+        curves cleared."""
         self.run.reset(self.seed.value)
         self._group = None
         self._progress = (0, 0)
@@ -376,7 +377,7 @@ class BanditLab:
         self._record_policy()
 
     def _record_policy(self) -> None:
-        """Append the current policy's V^π, P(best), KL and H at the current step (a sharpen adds a jump)."""
+        r"""Append the current policy's :math:`V^\pi`, P(best), KL and H at the current step (a sharpen adds a jump)."""
         step = len(self.run.history)
         point = policy_point(self.run, self.best)
         for key in POLICY_CURVES:
@@ -385,9 +386,9 @@ class BanditLab:
 
     @property
     def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The learning curves, each a pair of arrays (steps, values).
+        r"""The learning curves, each a pair of arrays (steps, values).
 
-        Keys ``mean_reward`` and ``clip_fraction`` (of each step's group), ``value`` (V^π),
+        Keys ``mean_reward`` and ``clip_fraction`` (of each step's group), ``value`` (:math:`V^\pi`),
         ``p_best``, ``kl`` and ``entropy``.
         """
         return {key: (np.array(xs, dtype=float), np.array(ys)) for key, (xs, ys) in self._curves.items()}
@@ -446,7 +447,8 @@ class BanditLab:
     # -- reading and showing ---------------------------------------------------
 
     def readout(self) -> str:
-        """What the views show, as plain text (the numbers of the cards, π, π_ref, the group, the warning)."""
+        r"""What the views show, as plain text (the numbers of the cards, π, :math:`\pi_\mathrm{ref}`, the group, the
+        warning)."""
         config = self.run.config
         stats = self._stat_texts()
         lines = [
@@ -470,7 +472,8 @@ class BanditLab:
         return "\n".join(lines)
 
     def plot(self):
-        """A static matplotlib snapshot of the run (for a page read without a kernel): π beside π_ref,
+        r"""A static matplotlib snapshot of the run (for a page read without a kernel): π beside
+        :math:`\pi_\mathrm{ref}`,
         the raw reward, and P(best), KL, H over the steps. Returns the figure."""
         import matplotlib.pyplot as plt
 

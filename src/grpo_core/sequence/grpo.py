@@ -2,18 +2,18 @@ r"""GRPO on a real sequence policy (chapter §7 algorithm, §10 token MDP), on C
 
 One iteration of :class:`~grpo_core.sequence.grpo.SequenceGRPO` is the algorithm box of §7 with tokens:
 
-1. θ_old ← θ: sample ``prompts_per_step`` targets and a group of
+1. :math:`\theta_\mathrm{old} \leftarrow \theta`: sample ``prompts_per_step`` targets and a group of
    ``group_size`` completions for each (eq. 1) with :meth:`~grpo_core.sequence.policy.GRUPolicy.sample`;
 2. score them with the task's checker (eq. 2) and compute the group-relative
-   advantages Â_i (eq. 3, :func:`grpo_core.advantages.group_advantages`);
+   advantages :math:`\hat A_i` (eq. 3, :func:`grpo_core.advantages.group_advantages`);
 3. recompute :math:`\log\pi_{\theta_\mathrm{old}}` and :math:`\log\pi_\mathrm{ref}`
    of every sampled token by a forward pass under ``no_grad`` — the trainer's
    own numbers, as production trainers do, rather than the sampler's;
 4. ``inner_epochs`` times: :math:`\log\pi_\theta` with autograd, the token
-   loss :func:`grpo_core.token_loss.grpo_token_loss` (Â_i broadcast to every
+   loss :func:`grpo_core.token_loss.grpo_token_loss` (:math:`\hat A_i` broadcast to every
    token, per-token ratio and clip, β·k3 per token), one Adam step.
 
-π_ref is a frozen copy of the policy taken when the run starts (the warm
+:math:`\pi_\mathrm{ref}` is a frozen copy of the policy taken when the run starts (the warm
 start stands in for the SFT checkpoint).
 """
 
@@ -93,11 +93,11 @@ class Batch:
     completions: Completions
     #: Their rewards (eq. 2).
     rewards: torch.Tensor
-    #: Their advantages Â_i (eq. 3), one per completion.
+    #: Their advantages :math:`\hat A_i` (eq. 3), one per completion.
     advantages: torch.Tensor
-    #: log π_θ_old of every sampled token.
+    #: :math:`\log\pi_{\theta_\mathrm{old}}` of every sampled token.
     old_logps: torch.Tensor
-    #: log π_ref of every sampled token.
+    #: :math:`\log\pi_\mathrm{ref}` of every sampled token.
     ref_logps: torch.Tensor
     #: The tokens the loss counts.
     loss_mask: torch.Tensor
@@ -115,11 +115,11 @@ class IterationStats:
     mean_length: float
     #: Fraction of completions without EOS.
     truncated_fraction: float
-    #: Mean k3 estimate of KL(π_θ‖π_ref) per token.
+    #: Mean k3 estimate of :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` per token.
     kl: float
-    #: Fraction of tokens clipped below 1 − ε_low.
+    #: Fraction of tokens clipped below :math:`1 - \varepsilon_\mathrm{low}`.
     clip_low: float
-    #: Fraction of tokens clipped above 1 + ε_high.
+    #: Fraction of tokens clipped above :math:`1 + \varepsilon_\mathrm{high}`.
     clip_high: float
     #: Fraction of tokens whose clip is active.
     clip_region: float
@@ -130,7 +130,8 @@ class IterationStats:
 
 
 class SequenceGRPO:
-    """A GRPO run on a :class:`~grpo_core.sequence.policy.GRUPolicy`, with π_ref frozen at the start.
+    r"""A GRPO run on a :class:`~grpo_core.sequence.policy.GRUPolicy`, with :math:`\pi_\mathrm{ref}` frozen at the
+    start.
 
     One seeded ``torch.Generator`` draws every prompt and every token, so a seed fixes the run.
     """
@@ -149,7 +150,8 @@ class SequenceGRPO:
         self.history: list[IterationStats] = []
 
     def collect(self) -> Batch:
-        """Steps 1–3: sample groups from π_θ_old, score them, Â per group, frozen log-probs."""
+        r"""Steps 1–3: sample groups from :math:`\pi_{\theta_\mathrm{old}}`, score them, Â per group, frozen
+        log-probs."""
         config = self.config
         targets = self.task.sample_targets(config.prompts_per_step, self.generator)
         targets = targets.repeat_interleave(config.group_size)
@@ -233,8 +235,9 @@ class SequenceGRPO:
 
     @staticmethod
     def _idle_metrics(batch: Batch) -> dict[str, float]:
-        """The statistics of an iteration that trained on nothing: no loss, no clip, π_θ = π_θ_old,
-        and the KL to π_ref measured on every sampled token (not NaN)."""
+        r"""The statistics of an iteration that trained on nothing: no loss, no clip,
+        :math:`\pi_\theta = \pi_{\theta_\mathrm{old}}`,
+        and the KL to :math:`\pi_\mathrm{ref}` measured on every sampled token (not NaN)."""
         mask = batch.completions.mask
         kl = float(kl_k3(batch.old_logps[mask], batch.ref_logps[mask]).mean())
         return {
@@ -256,7 +259,7 @@ class SequenceGRPO:
         return {name: np.array([asdict(stats)[name] for stats in self.history]) for name in asdict(self.history[0])}
 
     def evaluate(self, prompts: int = 64, group_size: int = 8, seed: int = 1234) -> float:
-        """Mean reward of fresh samples from π_θ on ``prompts`` targets, with its own generator."""
+        r"""Mean reward of fresh samples from :math:`\pi_\theta` on ``prompts`` targets, with its own generator."""
         generator = torch.Generator().manual_seed(seed_value(seed))
         targets = self.task.sample_targets(prompts, generator).repeat_interleave(positive_int(group_size, "group_size"))
         return float(self.task.rewards(targets, self.policy.sample(targets, generator).tokens).mean())

@@ -1,4 +1,4 @@
-r"""A tiny autoregressive policy π_θ(o_t | q, o_<t) for the token MDP of chapter §10.
+r"""A tiny autoregressive policy :math:`\pi_\theta(o_t \mid q, o_{<t})` for the token MDP of chapter §10.
 
 State = (prompt, tokens so far), action = next token: a GRU reads the prompt
 token and then the completion, and a linear head gives the logits of the next

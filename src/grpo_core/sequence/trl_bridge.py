@@ -77,7 +77,8 @@ def tiny_llama(seed: int = 0, hidden_size: int = 32) -> LlamaForCausalLM:
 
 
 def save_model_and_tokenizer(folder, seed: int = 0) -> str:
-    """Save :func:`tiny_llama` and :func:`char_tokenizer` to ``folder``; TRL loads π_θ and π_ref from it."""
+    r"""Save :func:`tiny_llama` and :func:`char_tokenizer` to ``folder``; TRL loads :math:`\pi_\theta` and
+    :math:`\pi_\mathrm{ref}` from it."""
     folder = Path(folder)
     tiny_llama(seed).save_pretrained(folder)
     char_tokenizer().save_pretrained(folder)
