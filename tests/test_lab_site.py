@@ -78,9 +78,11 @@ class Watch:
         page.on("response", lambda response: response.status >= 400 and self.failed.append(response.url))
 
         def request(request):
-            self.requests.append(request.url)
             parts = urlsplit(request.url)
-            if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != host:
+            if parts.scheme not in ("http", "https", "ws", "wss"):
+                return  # blob: and data: URLs are the page's own memory (the widget snapshot's ES module), no request
+            self.requests.append(request.url)
+            if parts.netloc != host:
                 self.foreign.append(request.url)
 
         page.on("request", request)
