@@ -31,10 +31,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest import CHROMIUM_ARGS  # noqa: E402
 from test_lab_browser import (  # noqa: E402
     SERVER_START_S,
-    accept_kernel_dialog,
-    api,
     jupyterlab_server,
     kernel_message,
+    open_notebook,
     run_all_cells,
     wait_for_idle_kernel,
 )
@@ -91,15 +90,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1600, "height": 1200})
             received: list = []
             page.on("websocket", lambda ws: ws.on("framereceived", lambda p: received.append(kernel_message(p))))
-            api(
-                f"{base}/api/sessions",
-                token,
-                "POST",
-                {"path": NOTEBOOK, "type": "notebook", "name": NOTEBOOK, "kernel": {"name": "python3"}},
-            )
-            page.goto(f"{base}/lab/tree/{NOTEBOOK}?token={token}", timeout=SERVER_START_S * 1000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
-            accept_kernel_dialog(page)
+            open_notebook(page, base, token, NOTEBOOK)
             wait_for_idle_kernel(page, SERVER_START_S)
             run_all_cells(page)
             page.wait_for_selector(".grpo-lab .grpo-lab-views .grpo-lab-ledger li", timeout=SERVER_START_S * 1000)

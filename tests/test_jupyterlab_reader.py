@@ -19,7 +19,7 @@ from pathlib import Path
 import jupytext
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
-from test_lab_browser import SERVER_START_S, accept_kernel_dialog, api, jupyterlab_server, run_all_cells
+from test_lab_browser import SERVER_START_S, api, jupyterlab_server, open_notebook, run_all_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB_CONFIG = ROOT / "jupyterlab" / "jupyter_lab_config.py"
@@ -130,15 +130,7 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     page = context.new_page()
     name = f"{READ}.md"
     try:
-        api(
-            f"{base}/api/sessions",
-            token,
-            "POST",
-            {"path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}},
-        )
-        page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=SERVER_START_S * 1000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
-        accept_kernel_dialog(page)
+        open_notebook(page, base, token, name)
         page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
         rendered = page.evaluate(ANSWERS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)

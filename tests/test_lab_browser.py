@@ -197,6 +197,19 @@ def wait_for_idle_kernel(page, timeout_s: float) -> None:
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=timeout_s * 1000)
 
 
+def open_notebook(page, base: str, token: str, name: str) -> None:
+    """Open ``name`` in JupyterLab with a python3 kernel already started for it (no kernel dialog to answer)."""
+    api(
+        f"{base}/api/sessions",
+        token,
+        "POST",
+        {"path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}},
+    )
+    page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=SERVER_START_S * 1000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
+    accept_kernel_dialog(page)
+
+
 def accept_kernel_dialog(page) -> None:
     """If JupyterLab asks which kernel to start anyway, accept its proposal (Python 3)."""
     try:
@@ -236,15 +249,7 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
     try:
         # A session with a python3 kernel before the page opens: JupyterLab then connects to it instead of
         # asking which kernel to start (it does ask when its kernelspec list arrives late on a loaded machine).
-        api(
-            f"{base}/api/sessions",
-            token,
-            "POST",
-            {"path": NOTEBOOK.name, "type": "notebook", "name": NOTEBOOK.name, "kernel": {"name": "python3"}},
-        )
-        page.goto(f"{base}/lab/tree/{NOTEBOOK.name}?token={token}", timeout=SERVER_START_S * 1000)
-        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
-        accept_kernel_dialog(page)
+        open_notebook(page, base, token, NOTEBOOK.name)
         wait_for_idle_kernel(page, SERVER_START_S)
         page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()  # more width
         run_all_cells(page)
