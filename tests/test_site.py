@@ -185,6 +185,7 @@ def untypeset_notation(text: str) -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_the_build_holds_exactly_the_pages_of_the_table_of_contents():
     assert SITE.is_dir(), f"{SITE} is not built: run `make book` first"
     built = {
@@ -554,6 +555,7 @@ def test_the_repository_url_is_named_once_and_used(page, site):
 # --- The first visit ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_every_page_names_the_site_icon():
     """A page without <link rel="icon"> makes the browser ask for /favicon.ico, which the site does not have."""
     pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
