@@ -1,5 +1,6 @@
 """Shared pytest set-up: the test tiers, how nbval compares notebook outputs, and a real browser."""
 
+import re
 import shutil
 
 import pytest
@@ -14,6 +15,46 @@ settings.load_profile("companion")
 # Widget views carry a random model_id on every run; what they show is tested
 # in-process (tests/test_lab.py) and in a real browser instead.
 NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript")
+
+# Test files whose tests share a module-scoped fixture too costly to build twice.
+ONE_WORKER_FILES = ("test_homework.py", "test_lab_browser.py", "test_jupyterlab_reader.py")
+SITE_PAGE = re.compile(r"[\w/.-]+\.html")
+
+
+def xdist_scope(nodeid: str) -> str:
+    """The unit of work that one pytest-xdist worker runs whole, for a test's node id.
+
+    The cells of a notebook (each needs the ones before it, in the same kernel) and the tests of a file of
+    ONE_WORKER_FILES: their file. The tests of one page of the site (tests/test_site.py opens each page once per
+    worker): that page. Any other test: its test function, with all its parameters.
+    """
+    path, _, test = nodeid.partition("::")
+    file = path.rsplit("/", 1)[-1]
+    if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
+        return path
+    function, _, parameters = test.partition("[")
+    page = SITE_PAGE.match(parameters)
+    if file == "test_site.py" and page:
+        return f"{path}::{page.group()}"
+    return f"{path}::{function}"
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` distributes the work units of :func:`xdist_scope`, the biggest first.
+
+    ``--dist loadgroup`` with ``xdist_group`` marks would say the same, but it stopped grouping under pytest 9.2
+    (pytest-dev/pytest-xdist#1386: it rewrites a node id that pytest no longer reads), silently.
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedWorkScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_scope(nodeid)
+
+    return SharedWorkScheduling(config, log)
+
 
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import nbformat
 import pytest
 import yaml
 
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 sys.path.insert(0, str(BOOK / "_ext"))
 
-from companion_book import api, downloads  # noqa: E402 (importable once book/_ext is on sys.path)
+from companion_book import api, downloads, execution  # noqa: E402 (importable once book/_ext is on sys.path)
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
@@ -61,6 +62,32 @@ def test_execution_fails_the_build_on_any_cell_error():
     assert execute["execute_notebooks"] == "cache"
     assert execute["raise_on_error"] is True
     assert execute["allow_errors"] is False
+
+
+@pytest.mark.parametrize("docname", _notebooks_on_disk())
+def test_the_book_shows_the_stored_outputs_without_executing(docname, tmp_path):
+    """Each .ipynb twin, cached as the build caches it, is what myst-nb finds for its .md: nothing is executed.
+
+    An edited code cell is not found (the build would execute that notebook), so the match is not vacuous.
+    """
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import read_myst_markdown_notebook
+
+    source = ROOT / f"{docname}.md"
+    cache = get_cache(tmp_path / "cache")
+    execution.cache_twin(cache, source)
+    notebook = read_myst_markdown_notebook(source.read_text(encoding="utf8"))
+    record = cache.match_cache_notebook(notebook)
+    assert record.data["execution_seconds"] > 0
+    _, merged = cache.merge_match_into_notebook(notebook)
+    stored = [
+        cell.outputs for cell in nbformat.read(source.with_suffix(".ipynb"), as_version=4).cells if "outputs" in cell
+    ]
+    assert [cell.outputs for cell in merged.cells if "outputs" in cell] == stored
+    edited = next(cell for cell in notebook.cells if cell.cell_type == "code")
+    edited.source += "\nx = 1"
+    with pytest.raises(KeyError):
+        cache.match_cache_notebook(notebook)
 
 
 def test_the_widget_manager_and_its_loader_come_from_the_site():

@@ -1,12 +1,14 @@
 """The built book (``make book`` → ``_build/html``) in a real browser.
 
-Every page is served from 127.0.0.1 and opened in headless Chromium. A page
-passes if it logs no console error, requests nothing from another host and
-nothing that is missing (the server's own log counts, so the browser's request
-for an icon is seen too), has all its math typeset by MathJax, shows no
-untypeset notation outside code, and shows every image. At 1400 and at 390 px
-nothing is wider than the text column unless it scrolls inside its own box, and
-at 1400 px code cells fit without scrolling. Figures keep their smallest text
+Every page is served from 127.0.0.1 and opened in headless Chromium, once per
+test worker: at 1400 px, then with its window narrowed through every width of
+the checks (:func:`visit`). A page passes if it logs no console error, requests
+nothing from another host and nothing that is missing (the server's own log
+counts, so the browser's request for an icon is seen too), has all its math
+typeset by MathJax, shows no untypeset notation outside code, and shows every
+image. At 1400 and at 390 px nothing is wider than the text column unless it
+scrolls inside its own box, at 1400 px code cells fit without scrolling, and
+from 360 to 1920 px no page scrolls sideways. Figures keep their smallest text
 at 9 px or more at the column width. The lab page must render its widget
 snapshot; a search for each key term of the chapter must list the section that
 defines it first. A full-page screenshot of each page is saved under
@@ -20,6 +22,7 @@ import http.server
 import re
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 from urllib.parse import quote_plus, urlsplit
@@ -55,6 +58,8 @@ def toc_pages() -> list[str]:
 
 
 PAGES = [*toc_pages(), *GENERATED_PAGES]
+# Window widths of the sideways-scrolling check: small and large phones, tablets, the theme's breakpoints, laptops.
+WINDOW_WIDTHS = (360, 390, 768, 1024, 1100, 1280, 1920)
 
 
 class _LoggingHandler(http.server.SimpleHTTPRequestHandler):
@@ -131,6 +136,70 @@ def _screenshot(page, name: str) -> None:
     page.screenshot(path=str(SCREENSHOTS / (name.removesuffix(".html").replace("/", "--") + ".png")), full_page=True)
 
 
+@dataclass
+class Visit:
+    """What one page showed: loaded at 1400 px, then its window resized through every width of the checks."""
+
+    errors: list[str]
+    foreign: list[str]
+    failures: list[str]
+    served_errors: list[str]
+    math: dict
+    broken: list[str]
+    figures: list[dict]
+    inline_svg_text: list
+    layout: dict[int, dict] = field(default_factory=dict)
+    tables: list[tuple[int, int]] = field(default_factory=list)
+    overflow: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
+_VISITS: dict[str, Visit] = {}
+NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+
+
+def visit(browser, site: str, name: str) -> Visit:
+    """Open ``name`` once (per worker) and record every check's measurements, with full-page screenshots at
+    1400 and 390 px. Console errors are collected over the whole visit, resizes included."""
+    if name in _VISITS:
+        return _VISITS[name]
+    assert (SITE / name).is_file(), f"{name} was not built"
+    context = browser.new_context(viewport={"width": WIDE, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        log = _open(page, site + name)
+        served_errors = _served_errors()
+        math = page.evaluate(MATH_STATE)
+        broken = page.evaluate(BROKEN_IMAGES)  # also: every image loaded and laid out, for the figure sizes
+        _screenshot(page, name)
+        seen = Visit(
+            log.errors,
+            log.foreign_requests(site),
+            log.failures,
+            served_errors,
+            math,
+            broken,
+            page.evaluate(FIGURES),
+            page.evaluate(INLINE_SVG_TEXT),
+        )
+        seen.layout[WIDE] = page.evaluate(LAYOUT)
+        for width in sorted({*WINDOW_WIDTHS, NARROW}, reverse=True):
+            page.set_viewport_size({"width": width, "height": 900})
+            page.evaluate(NEXT_FRAME)  # resize handlers have run and the page is laid out again
+            seen.overflow[width] = tuple(page.evaluate(OVERFLOW))
+            if width == TABLE_WIDTH:
+                seen.tables = page.evaluate(TABLES)
+            if width == NARROW:
+                seen.layout[NARROW] = page.evaluate(LAYOUT)
+                _screenshot(page, f"{NARROW}px/{name}")
+    finally:
+        context.close()
+    _VISITS[name] = seen
+    return seen
+
+
+OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+
 # Typeset math (every .math element holds an mjx-container, no TeX error) and
 # the text of the page outside code, which must not show TeX delimiters.
 MATH_STATE = """async () => {
@@ -202,23 +271,19 @@ def test_index_forwards_to_the_landing_page(page, site):
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_page_is_complete_and_self_contained(page, site, name):
-    assert (SITE / name).is_file(), f"{name} was not built"
-    log = _open(page, site + name)
-    math = page.evaluate(MATH_STATE)
-    broken = page.evaluate(BROKEN_IMAGES)
-    _screenshot(page, name)
-
-    assert log.foreign_requests(site) == [], "the page fetched something from another host"
-    assert log.failures == [], "a request of the page failed"
-    assert _served_errors() == [], "the server answered a request of the page with an error"
-    assert log.errors == [], "the page logged errors to the console"
+def test_page_is_complete_and_self_contained(browser, site, name):
+    seen = visit(browser, site, name)
+    math = seen.math
+    assert seen.foreign == [], "the page fetched something from another host"
+    assert seen.failures == [], "a request of the page failed"
+    assert seen.served_errors == [], "the server answered a request of the page with an error"
+    assert seen.errors == [], "the page logged errors to the console (at any width)"
     assert math["typeset"] == math["math"], f"{math['math'] - math['typeset']} math elements were not typeset"
     assert math["errors"] == [], "MathJax could not typeset some TeX"
     assert not RAW_TEX.search(math["prose"]), "TeX delimiters are left in the rendered text"
     if name not in NOTATION_FREE:
         assert untypeset_notation(math["prose"]) == {}, "notation left as plain text instead of typeset math"
-    assert broken == [], "images that did not load"
+    assert seen.broken == [], "images that did not load"
 
 
 def test_the_notation_check_finds_untypeset_notation():
@@ -239,18 +304,17 @@ def test_every_page_with_math_is_typeset(page, site):
 
 
 # Reference pages whose tables must fit the text column of a 1280-pixel-wide window.
+TABLE_WIDTH = 1280
+TABLES = """() => [...document.querySelectorAll('article table')]
+  .map((t) => [t.scrollWidth, t.parentElement.clientWidth])"""
 REFERENCE_PAGES = ("book/intro.html", "book/notation.html", "book/equations.html", "book/api.html")
 
 
 @pytest.mark.parametrize("name", REFERENCE_PAGES)
-def test_reference_tables_fit_the_page(page, site, name):
-    _open(page, site + name)
-    page.evaluate(MATH_STATE)
-    widths = page.eval_on_selector_all(
-        "article table", "tables => tables.map((t) => [t.scrollWidth, t.parentElement.clientWidth])"
-    )
+def test_reference_tables_fit_the_page(browser, site, name):
+    widths = visit(browser, site, name).tables
     assert widths, "the page has tables"
-    assert [w for w in widths if w[0] > w[1] + 1] == [], "tables wider than the text column"
+    assert [w for w in widths if w[0] > w[1] + 1] == [], f"tables wider than the text column at {TABLE_WIDTH} px"
 
 
 def test_no_page_links_an_asset_on_another_host():
@@ -351,20 +415,18 @@ LAYOUT = """async () => {
 def test_nothing_is_wider_than_the_text_column(browser, site, name, width):
     """Tables, outputs, code cells and math fit the column or scroll inside their own box; the page never scrolls
     sideways. On a laptop, code cells fit without scrolling (notebook code is at most 88 columns)."""
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        _open(page, site + name)
-        layout = page.evaluate(LAYOUT)
-        if width == NARROW:
-            _screenshot(page, f"{NARROW}px/{name}")
-    finally:
-        context.close()
+    layout = visit(browser, site, name).layout[width]
     assert layout["spills"] == [], "wider than the text column, and not in a box of its own that scrolls"
     assert layout["page"] <= width, "the page scrolls sideways"
     if width == WIDE:
         assert layout["scrollingCode"] == [], "code cells that scroll sideways on a laptop (longest line shown)"
+
+
+@pytest.mark.parametrize("name", toc_pages())
+def test_no_page_scrolls_sideways_at_any_width(browser, site, name):
+    """From a small phone to a large monitor, the page is never wider than the window."""
+    wide = {width: scroll for width, (scroll, inner) in visit(browser, site, name).overflow.items() if scroll > inner}
+    assert wide == {}, "window width: page width, where the page scrolls sideways"
 
 
 # --- Figures: the smallest text stays legible at the column width -----------------------------------------------
@@ -460,16 +522,8 @@ def figure_text_px(path: Path, shown: float, natural: float) -> list[tuple[str, 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_figure_text_is_legible_at_the_column_width(browser, site, name):
-    context = browser.new_context(viewport={"width": WIDE, "height": 900})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        _open(page, site + name)
-        page.evaluate(BROKEN_IMAGES)  # every image loaded and laid out
-        figures = page.evaluate(FIGURES)
-        inline = page.evaluate(INLINE_SVG_TEXT)
-    finally:
-        context.close()
+    seen = visit(browser, site, name)
+    figures, inline = seen.figures, seen.inline_svg_text
     too_small = {}
     for figure in figures:
         path = SITE / figure["src"].lstrip("/")

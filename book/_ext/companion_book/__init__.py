@@ -4,9 +4,10 @@ Small jobs that Sphinx, sphinx-book-theme, myst-nb, sphinxcontrib-bibtex and
 autodoc leave open, one module each:
 
 ``execution``
-    Executes the notebooks a cold build needs into myst-nb's jupyter-cache in
-    parallel, one per core (81 s → 53 s cold on 2 idle cores), and writes the
-    status column of the execution table with characters every font has.
+    Puts the outputs stored in each notebook's ``.ipynb`` twin into myst-nb's
+    jupyter-cache, so that a build executes only notebooks whose code changed
+    since ``make notebooks``, and writes the status column of the execution
+    table with characters every font has.
 ``downloads``
     Offers each notebook page's ``.ipynb`` next to its MyST ``.md``; keeps
     the launch buttons off until ``repository.url`` is set.

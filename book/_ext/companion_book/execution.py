@@ -1,61 +1,60 @@
-"""Notebook execution: in parallel before reading, and a readable status column.
+"""Notebook outputs: the ones stored in each notebook's ``.ipynb`` twin, and a readable status column.
 
-myst-nb's cache mode executes notebooks one after the other as it reads them.
-Before reading, the notebooks that are not in the jupyter-cache yet are
-executed into it in parallel, one per core, which about halves a cold build on
-two cores; myst-nb then finds each one in the cache. A notebook that fails
-here is executed again by myst-nb, which reports its traceback and, with
-``execute.raise_on_error``, fails the build.
+A notebook page's source is its MyST ``notebooks/NAME.md``; its twin
+``notebooks/NAME.ipynb`` holds the outputs of ``make notebooks``, which
+``make test`` re-executes and compares cell by cell (nbval). Before reading,
+each twin is put into myst-nb's jupyter-cache as the executed version of its
+``.md``, with the run time its own cell timings record, so that the build shows
+those outputs without executing anything. A twin whose code differs from its
+``.md`` (an edited ``.md`` not yet re-executed) matches nothing in the cache:
+myst-nb then executes that notebook, as ``execute_notebooks: cache`` does.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path, PurePosixPath
+from datetime import datetime
+from pathlib import Path
 
+import nbformat
 from docutils import nodes
 from jupyter_cache import get_cache
-from jupyter_cache.executors import load_executor
-from myst_nb.core.read import create_nb_reader
+from jupyter_cache.base import CacheBundleIn
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx.util import logging
 
-LOGGER = logging.getLogger(__name__)
 # myst-nb's status marks, which many Linux systems have no font for, and what every text font draws.
 EXECUTION_STATUS = {"✅": "✓ ran", "❌": "✗ failed"}
 
 
-def execute_notebooks_in_parallel(app, env, docnames) -> None:
-    """Execute the notebooks about to be read, and not yet cached, into myst-nb's jupyter-cache in parallel."""
-    config = env.mystnb_config
-    if config.execution_mode != "cache" or (os.cpu_count() or 1) < 2:
+def run_seconds(notebook: nbformat.NotebookNode) -> float | None:
+    """Seconds from the first cell's start to the last cell's reply, as nbclient recorded them."""
+    timings = [cell.metadata.get("execution", {}) for cell in notebook.cells if cell.cell_type == "code"]
+    timings = [t for t in timings if "iopub.execute_input" in t and "shell.execute_reply" in t]
+    if not timings:
+        return None
+    start = datetime.fromisoformat(timings[0]["iopub.execute_input"].replace("Z", "+00:00"))
+    end = datetime.fromisoformat(timings[-1]["shell.execute_reply"].replace("Z", "+00:00"))
+    return (end - start).total_seconds()
+
+
+def cache_twin(cache, source: Path) -> None:
+    """Put ``source``'s ``.ipynb`` twin, if it has one, into ``cache`` as the execution of ``source``."""
+    stored = source.with_suffix(".ipynb")
+    if source.suffix != ".md" or not stored.is_file():
         return
-    cache = get_cache(config.execution_cache_path)
-    pending = []
-    for docname in docnames:
-        path = env.doc2path(docname)
-        content = Path(path).read_text(encoding="utf8")
-        reader = create_nb_reader(str(path), env.myst_config, config, content)
-        excluded = any(PurePosixPath(path).match(pattern) for pattern in config.execution_excludepatterns)
-        if reader is None or excluded:
-            continue
-        try:
-            cache.match_cache_notebook(reader.read(content))
-        except KeyError:
-            pending.append(cache.add_nb_to_project(str(path), read_data=reader.read_fmt).uri)
-    if len(pending) < 2:
-        return
-    LOGGER.info(f"[companion] executing {len(pending)} notebooks in parallel, {os.cpu_count()} at a time")
-    start = time.perf_counter()
-    result = load_executor("local-parallel", cache).run_and_cache(
-        filter_uris=pending, timeout=config.execution_timeout, allow_errors=config.execution_allow_errors
-    )
-    failed = [Path(uri).stem for uri in result.excepted + result.errored]
-    LOGGER.info(
-        f"[companion] executed {len(result.succeeded)} notebooks in {time.perf_counter() - start:.1f} s"
-        + (f"; failed, to be re-run by myst-nb: {', '.join(failed)}" if failed else "")
-    )
+    notebook = nbformat.read(stored, as_version=4)
+    seconds = run_seconds(notebook)
+    for cell in notebook.cells:  # timings are not code: the cache must match the .md without them
+        cell.metadata.pop("execution", None)
+    bundle = CacheBundleIn(notebook, str(source), data={"execution_seconds": seconds} if seconds else {})
+    cache.cache_notebook_bundle(bundle, check_validity=False, overwrite=True)
+
+
+def cache_stored_outputs(app, env, docnames) -> None:
+    """Cache the twin of every notebook about to be read."""
+    if env.mystnb_config.execution_mode == "cache":
+        cache = get_cache(env.mystnb_config.execution_cache_path)
+        for docname in docnames:
+            cache_twin(cache, Path(env.doc2path(docname)))
 
 
 class PlainExecutionStatus(SphinxPostTransform):
@@ -71,5 +70,5 @@ class PlainExecutionStatus(SphinxPostTransform):
 
 
 def setup(app) -> None:
-    app.connect("env-before-read-docs", execute_notebooks_in_parallel)
+    app.connect("env-before-read-docs", cache_stored_outputs)
     app.add_post_transform(PlainExecutionStatus)
