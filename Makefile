@@ -38,15 +38,16 @@ check: lint
 	$(BIN)/pytest $(XDIST) -m "not ($(TIERS))" tests
 
 # Both cores: the book builds while every test that does not need it runs (two
-# pytest workers), then the site's tests run on the built book; pytest-cov
-# measures grpo_core in the workers, over both runs.
-COVERAGE := --cov --cov-report=
+# pytest workers), then the site's tests run on the built book. Coverage follows
+# the workers into their processes (pyproject.toml, [tool.coverage.run]).
 test: lint
+	rm -f .coverage .coverage.*
 	mkdir -p _build; $(MAKE) -o $(STAMP) book > _build/book.log 2>&1 & book=$$!; \
-	$(BIN)/pytest $(XDIST) $(NBVAL) $(COVERAGE) -m "not book" tests notebooks; tests=$$?; \
+	$(BIN)/coverage run -m pytest $(XDIST) $(NBVAL) -m "not book" tests notebooks; tests=$$?; \
 	wait $$book || { cat _build/book.log; exit 1; }; exit $$tests
-	$(BIN)/pytest $(XDIST) $(COVERAGE) --cov-append --cov-report=term-missing:skip-covered --cov-fail-under=95 \
-		-m book tests
+	$(BIN)/coverage run -m pytest $(XDIST) -m book tests
+	$(BIN)/coverage combine -q
+	$(BIN)/coverage report --fail-under=95
 
 # Re-create each notebooks/*.ipynb from its .md and execute it, keeping outputs
 # and widget state for nbval and the book: make notebooks [NB=notebooks/04-*.md]

@@ -216,3 +216,15 @@ def check_clipped_update(config) -> None:
     nonnegative(config.beta, "beta")
     positive(config.lr, "lr")
     positive_int(config.inner_epochs, "inner_epochs")
+
+
+def power_of_two(values, axis) -> np.ndarray:
+    """A power of two ``s`` with ``max|values| / s`` in [1, 2) (1 for all-zero values).
+
+    Dividing by it is exact, and every step of eq. (3) commutes with it bit
+    for bit, so the rewards can be brought near 1 before they are centred
+    (no overflow for 1e308, no underflow of the variance for 1e-200) without
+    changing any result that did not overflow.
+    """
+    peak = np.abs(values).max(axis=axis, keepdims=True)
+    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import choice, nonnegative, numpy_array, positive, positive_int
+from grpo_core._validate import choice, nonnegative, numpy_array, positive, positive_int, power_of_two
 
 SCALES = ("group", "batch", "none")
 
@@ -20,18 +20,6 @@ def _rewards(rewards) -> np.ndarray:
     if rewards.shape[-1] < 2:
         raise ValueError(f"rewards: a group needs G >= 2 samples to have a baseline, got G = {rewards.shape[-1]}")
     return rewards
-
-
-def _power_of_two(values, axis) -> np.ndarray:
-    """A power of two ``s`` with ``max|values| / s`` in [1, 2) (1 for all-zero values).
-
-    Dividing by it is exact, and every step of eq. (3) commutes with it bit
-    for bit, so the rewards can be brought near 1 before they are centred
-    (no overflow for 1e308, no underflow of the variance for 1e-200) without
-    changing any result that did not overflow.
-    """
-    peak = np.abs(values).max(axis=axis, keepdims=True)
-    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
 
 
 OFFSET_RATIO = 2.0**20  # below it, the mean's rounding costs at most ~1e-10 of the spread
@@ -93,7 +81,7 @@ def group_mean(rewards) -> np.ndarray:
     for one group or ``(prompts,)`` for a batch.
     """
     rewards = _rewards(rewards)
-    scale = _power_of_two(rewards, -1)
+    scale = power_of_two(rewards, -1)
     return (rewards / scale).mean(axis=-1) * scale[..., 0]
 
 
@@ -104,7 +92,7 @@ def centered_rewards(rewards) -> np.ndarray:
     bit; Property 4.1 says the difference is exactly zero, so it is set to zero.
     """
     rewards = _rewards(rewards)
-    scale = _power_of_two(rewards, -1)
+    scale = power_of_two(rewards, -1)
     return _unscaled(_centered(rewards / scale)[0], scale, "R - mean(R)")
 
 
@@ -119,7 +107,7 @@ def group_std(rewards, ddof: int = 0) -> np.ndarray:
     if ddof > 1:
         raise ValueError(f"ddof must be 0 or 1, got {ddof}")
     rewards = _rewards(rewards)
-    unit = _power_of_two(rewards, -1)
+    unit = power_of_two(rewards, -1)
     centered, _ = _centered(rewards / unit)
     spread = np.sqrt((centered**2).sum(axis=-1, keepdims=True) / (rewards.shape[-1] - ddof))
     return _unscaled(spread, unit, "std(R)")[..., 0]
@@ -154,7 +142,7 @@ def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "gr
     rewards = _rewards(rewards)
     if scale == "none":
         return centered_rewards(rewards)
-    unit = _power_of_two(rewards, -1 if scale == "group" else None)
+    unit = power_of_two(rewards, -1 if scale == "group" else None)
     scaled = rewards / unit
     centered, shifted = _centered(scaled)
     if scale == "group":
@@ -174,7 +162,7 @@ def rloo_advantages(rewards) -> np.ndarray:
     rescaled, with no division by the std.
     """
     rewards = _rewards(rewards)
-    scale = _power_of_two(rewards, -1)
+    scale = power_of_two(rewards, -1)
     shifted = _offset_removed(rewards / scale)
     baseline = (shifted.sum(axis=-1, keepdims=True) - shifted) / (rewards.shape[-1] - 1)
     advantages = shifted - baseline
@@ -211,7 +199,7 @@ def std_floor_advantages(rewards, std_floor: float) -> np.ndarray:
     """
     std_floor = positive(std_floor, "std_floor")
     rewards = _rewards(rewards)
-    unit = _power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
+    unit = power_of_two(rewards, -1)  # exact rescaling, as in eq. (3)
     centered, shifted = _centered(rewards / unit)
     with np.errstate(over="ignore"):  # a floor far above tiny rewards: Â = 0
         floor = std_floor / unit

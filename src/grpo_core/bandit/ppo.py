@@ -42,10 +42,11 @@ from grpo_core._validate import (
     overflow_checked,
     positive,
     positive_int,
+    power_of_two,
     same_shape,
     scalar,
 )
-from grpo_core.advantages import _power_of_two, group_advantages
+from grpo_core.advantages import group_advantages
 from grpo_core.bandit.grpo import objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
 from grpo_core.kl import kl_k1
@@ -79,7 +80,7 @@ def fit_value(value: float, targets, lr: float, steps: int) -> float:
     if lr > 1:
         raise ValueError(f"lr must lie in (0, 1], got {lr}")
     steps = positive_int(steps, "steps")
-    unit = float(_power_of_two(np.append(targets, value), None).item())  # exact rescaling: no overflow in V - R
+    unit = float(power_of_two(np.append(targets, value), None).item())  # exact rescaling: no overflow in V - R
     value, targets = value / unit, targets / unit
     for _ in range(steps):
         value -= lr * np.mean(value - targets)
