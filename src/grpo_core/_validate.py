@@ -1,4 +1,10 @@
-"""Input checks shared by every public function: the contract of the package docstring.
+"""Array plumbing shared by every public function: which library an array belongs to, and the input checks
+of the package docstring's contract.
+
+The per-term formulas (ratio, clip, KL estimators) are written once and run on
+NumPy arrays for the bandit and on torch tensors, with autograd, for tokens;
+:func:`namespace` picks the library, and torch is imported only when a tensor is
+actually passed in.
 
 Each check raises a ``ValueError`` (a value out of range, a shape, a non-finite
 entry) or a ``TypeError`` (a kind of object that is not accepted) whose message
@@ -10,10 +16,21 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 
 import numpy as np
 
-from grpo_core._backend import is_torch
+
+def is_torch(x) -> bool:
+    """True for a ``torch.Tensor`` (checked without importing torch)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def namespace(x):
+    """The module whose ``exp``, ``log``, ``minimum``, ``clip`` act on ``x``."""
+    return sys.modules["torch"] if is_torch(x) else np
+
 
 LOW_PRECISION = ("float16", "bfloat16")
 MAX_COUNT = 10**7  # group sizes, steps, epochs, pairs: far beyond any teaching run, and a loop that ends

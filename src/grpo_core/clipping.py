@@ -13,8 +13,7 @@ surrogate is unchanged wherever its clip is active.
 
 from __future__ import annotations
 
-from grpo_core._backend import namespace
-from grpo_core._validate import finite_array, nonnegative, overflow_checked, real_number, same_shape
+from grpo_core._validate import finite_array, namespace, nonnegative, overflow_checked, real_number, same_shape
 
 #: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below :math:`e^{20}`.
 LOG_RATIO_BOUND = 20.0

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._backend import is_torch, namespace
-from grpo_core._validate import finite_array, overflow_checked, probabilities, same_shape
+from grpo_core._validate import finite_array, is_torch, namespace, overflow_checked, probabilities, same_shape
 from grpo_core.clipping import _clamped, _ratio
 
 

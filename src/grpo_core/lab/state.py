@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core import categorical_kl, entropy, state_value
-from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
+from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult, state_value
+from grpo_core.kl import categorical_kl, entropy
 
 CURVE_POINTS = 300  # a longer curve crosses to the browser subsampled to this many points
 CURVE_KEYS = ("mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction")

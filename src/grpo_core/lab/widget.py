@@ -58,6 +58,16 @@ def signed(value: float) -> str:
 # ----------------------------------------------------------------------------- the lab
 
 
+CONTROL_WIDTH = "298px"
+LABEL_STYLE = {"description_width": "104px"}
+
+
+def _classed(widget, css: str):
+    """``widget`` with the CSS class ``css`` (what the lab's stylesheet and the tests select on)."""
+    widget.add_class(css)
+    return widget
+
+
 class BanditLab:
     r"""The §11 laboratory: GRPO on the 4-armed bandit, every quantity on screen.
 
@@ -118,10 +128,16 @@ class BanditLab:
             raise ValueError("run.config.eps_high must be None (the lab's ε slider is a symmetric clip)")
 
     def _build(self, widgets) -> None:
-        config = self.run.config
-        Layout = widgets.Layout
-        wide = Layout(width="298px")
-        label_style = {"description_width": "104px"}
+        """The controls (ipywidgets), the one widget that draws every view, and their layout."""
+        self._build_knobs(widgets)
+        self._build_buttons(widgets)
+        self.view = view_class()()
+        self.view.add_class("grpo-lab-views")
+        self.widget = self._layout(widgets)
+
+    def _build_knobs(self, widgets) -> None:
+        """Sliders, toggles and fields; each change of a hyperparameter goes through :meth:`_configure`."""
+        config, wide = self.run.config, widgets.Layout(width=CONTROL_WIDTH)
 
         def slider(kind, name, description, value, fmt=None):
             low, high, step = RANGES[name]
@@ -133,128 +149,136 @@ class BanditLab:
                 step=step,
                 description=description,
                 continuous_update=False,
-                style=label_style,
+                style=LABEL_STYLE,
                 layout=wide,
                 **extra,
             )
-            widget.add_class(f"grpo-lab-{name.replace('_', '-')}")
-            return widget
-
-        def button(description, css, style="", icon="", tooltip=""):
-            widget = widgets.Button(
-                description=description, button_style=style, icon=icon, tooltip=tooltip, layout=Layout(width="145px")
-            )
-            widget.add_class(css)
-            return widget
-
-        def section(title):
-            return widgets.HTML(f'<div class="grpo-section">{title}</div>')
+            return _classed(widget, f"grpo-lab-{name.replace('_', '-')}")
 
         self.group_size = slider(widgets.IntSlider, "group_size", "G (group size)", config.group_size)
-        self.eps = slider(widgets.FloatSlider, "eps_low", "ε clip", config.eps_low, ".2f")
-        self.eps.add_class("grpo-lab-eps")
+        self.eps = _classed(slider(widgets.FloatSlider, "eps_low", "ε clip", config.eps_low, ".2f"), "grpo-lab-eps")
         self.beta = slider(widgets.FloatSlider, "beta", "β KL", config.beta, ".3f")
         self.lr = slider(widgets.FloatSlider, "lr", "learning rate", config.lr, ".2f")
         self.inner_epochs = slider(widgets.IntSlider, "inner_epochs", "inner epochs", config.inner_epochs)
-        self.advantage = widgets.ToggleButtons(
-            options=ADVANTAGE_OPTIONS, value=config.advantage, style={"button_width": "92px"}, layout=wide
+        self.advantage = _classed(
+            widgets.ToggleButtons(
+                options=ADVANTAGE_OPTIONS, value=config.advantage, style={"button_width": "92px"}, layout=wide
+            ),
+            "grpo-lab-advantage",
         )
-        self.advantage.add_class("grpo-lab-advantage")
-        self.seed = widgets.BoundedIntText(
-            value=self.run.seed, min=0, max=MAX_SEED, description="seed (at Reset)", style=label_style, layout=wide
+        self.seed = _classed(
+            widgets.BoundedIntText(
+                value=self.run.seed, min=0, max=MAX_SEED, description="seed (at Reset)", style=LABEL_STYLE, layout=wide
+            ),
+            "grpo-lab-seed",
         )
-        self.seed.add_class("grpo-lab-seed")
-        self.sharpen_action = widgets.Dropdown(
-            options=[("top (argmax π)", TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
-            value=2 if len(self.names) > 2 else TOP_ACTION,
-            description="onto",
-            style=label_style,
-            layout=wide,
+        self.sharpen_action = _classed(
+            widgets.Dropdown(
+                options=[("top (argmax π)", TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
+                value=2 if len(self.names) > 2 else TOP_ACTION,
+                description="onto",
+                style=LABEL_STYLE,
+                layout=wide,
+            ),
+            "grpo-lab-sharpen-action",
         )
-        self.sharpen_action.add_class("grpo-lab-sharpen-action")
-        self.sharpen_prob = widgets.FloatSlider(
-            value=0.94,
-            min=math.ceil(100 / len(self.names)) / 100,
-            max=0.99,
-            step=0.01,
-            description="π(onto)",
-            continuous_update=False,
-            readout_format=".2f",
-            style=label_style,
-            layout=wide,
+        self.sharpen_prob = _classed(
+            widgets.FloatSlider(
+                value=0.94,
+                min=math.ceil(100 / len(self.names)) / 100,
+                max=0.99,
+                step=0.01,
+                description="π(onto)",
+                continuous_update=False,
+                readout_format=".2f",
+                style=LABEL_STYLE,
+                layout=wide,
+            ),
+            "grpo-lab-sharpen-prob",
         )
-        self.sharpen_prob.add_class("grpo-lab-sharpen-prob")
-        self.steps = widgets.BoundedIntText(
-            value=30, min=1, max=MAX_STEPS_PER_RUN, description="N steps", style=label_style, layout=wide
+        self.steps = _classed(
+            widgets.BoundedIntText(
+                value=30, min=1, max=MAX_STEPS_PER_RUN, description="N steps", style=LABEL_STYLE, layout=wide
+            ),
+            "grpo-lab-steps",
         )
-        self.steps.add_class("grpo-lab-steps")
-
-        self.sample_button = button(
-            "Sample group", "grpo-lab-sample", "info", "random", "draw G actions from π (eq. 1)"
-        )
-        self.step_button = button("GRPO step", "grpo-lab-step", "primary", "play", "one GRPO iteration (§7)")
-        self.run_button = button("Run N steps", "grpo-lab-run", "success", "forward", "N steps, each on a fresh group")
-        self.reset_button = button("Reset", "grpo-lab-reset", "", "refresh", "π back to the start; π_ref ← π")
-        self.sharpen_button = button(
-            "Sharpen π", "grpo-lab-sharpen", "warning", "bullseye", "π(onto) as set; π_ref kept"
-        )
-
-        self.sample_button.on_click(lambda _: self.sample())
-        self.step_button.on_click(lambda _: self.step())
-        self.run_button.on_click(lambda _: self.run_steps())
-        self.reset_button.on_click(lambda _: self.reset())
-        self.sharpen_button.on_click(lambda _: self.sharpen())
-        for widget, name in (
-            (self.group_size, "group_size"),
-            (self.eps, "eps_low"),
-            (self.beta, "beta"),
-            (self.lr, "lr"),
-            (self.inner_epochs, "inner_epochs"),
-            (self.advantage, "advantage"),
-        ):
+        for name in ("group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage"):
+            widget = self.eps if name == "eps_low" else getattr(self, name)
             widget.observe(lambda change, name=name: self._configure(name, change["new"]), names="value")
 
-        self.view = view_class()()
-        self.view.add_class("grpo-lab-views")
+    def _build_buttons(self, widgets) -> None:
+        """The five action buttons, each calling the method of the same name."""
+
+        def button(description, css, action, style="", icon="", tooltip=""):
+            widget = widgets.Button(
+                description=description,
+                button_style=style,
+                icon=icon,
+                tooltip=tooltip,
+                layout=widgets.Layout(width="145px"),
+            )
+            widget.on_click(lambda _: action())
+            return _classed(widget, css)
+
+        self.sample_button = button(
+            "Sample group", "grpo-lab-sample", self.sample, "info", "random", "draw G actions from π (eq. 1)"
+        )
+        self.step_button = button("GRPO step", "grpo-lab-step", self.step, "primary", "play", "one GRPO iteration (§7)")
+        self.run_button = button(
+            "Run N steps", "grpo-lab-run", self.run_steps, "success", "forward", "N steps, each on a fresh group"
+        )
+        self.reset_button = button(
+            "Reset", "grpo-lab-reset", self.reset, "", "refresh", "π back to the start; π_ref ← π"
+        )
+        self.sharpen_button = button(
+            "Sharpen π", "grpo-lab-sharpen", self.sharpen, "warning", "bullseye", "π(onto) as set; π_ref kept"
+        )
+
+    def _layout(self, widgets):
+        """Header above; controls in sections beside (or, on a narrow lab, above) the views."""
+        section = lambda title: widgets.HTML(f'<div class="grpo-section">{title}</div>')  # noqa: E731
         rewards = ", ".join(f"{name} {r:g}" for name, r in zip(self.names, self.run.reward_table, strict=True))
-        header = widgets.HTML(
-            f'<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">'
-            f"One prompt, {len(self.names)} answers with rewards {rewards} (chapter §11) · "
-            "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)</div>"
+        header = _classed(
+            widgets.HTML(
+                f'<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">'
+                f"One prompt, {len(self.names)} answers with rewards {rewards} (chapter §11) · "
+                "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)</div>"
+            ),
+            "grpo-lab-header",
         )
-        header.add_class("grpo-lab-header")
-        controls = widgets.VBox(
-            [
-                section("Group &amp; clip"),
-                self.group_size,
-                self.eps,
-                section("KL to reference"),
-                self.beta,
-                section("Optimiser"),
-                self.lr,
-                self.inner_epochs,
-                section("Advantage Â (eq. 3, §8)"),
-                self.advantage,
-                section("Actions"),
-                widgets.HBox([self.sample_button, self.step_button]),
-                widgets.HBox([self.run_button, self.reset_button]),
-                self.steps,
-                self.seed,
-                section("Push π toward greedy"),
-                self.sharpen_action,
-                self.sharpen_prob,
-                self.sharpen_button,
-                widgets.HTML(
-                    '<div class="grpo-note">Small G and a sharp π reproduce the zero-variance failure (§9): '
-                    "most groups then hold one answer only.</div>"
-                ),
-            ]
+        note = widgets.HTML(
+            '<div class="grpo-note">Small G and a sharp π reproduce the zero-variance failure (§9): '
+            "most groups then hold one answer only.</div>"
         )
-        controls.add_class("grpo-lab-controls")
-        body = widgets.HBox([controls, self.view])
-        body.add_class("grpo-lab-body")
-        self.widget = widgets.VBox([header, body])
-        self.widget.add_class("grpo-lab")
+        controls = _classed(
+            widgets.VBox(
+                [
+                    section("Group &amp; clip"),
+                    self.group_size,
+                    self.eps,
+                    section("KL to reference"),
+                    self.beta,
+                    section("Optimiser"),
+                    self.lr,
+                    self.inner_epochs,
+                    section("Advantage Â (eq. 3, §8)"),
+                    self.advantage,
+                    section("Actions"),
+                    widgets.HBox([self.sample_button, self.step_button]),
+                    widgets.HBox([self.run_button, self.reset_button]),
+                    self.steps,
+                    self.seed,
+                    section("Push π toward greedy"),
+                    self.sharpen_action,
+                    self.sharpen_prob,
+                    self.sharpen_button,
+                    note,
+                ]
+            ),
+            "grpo-lab-controls",
+        )
+        body = _classed(widgets.HBox([controls, self.view]), "grpo-lab-body")
+        return _classed(widgets.VBox([header, body]), "grpo-lab")
 
     # -- actions -----------------------------------------------------------
 
