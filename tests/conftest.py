@@ -40,7 +40,7 @@ def xdist_scope(nodeid: str) -> str:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """``-n N`` distributes the work units of :func:`xdist_scope`, the biggest first.
+    """``-n N`` distributes the work units of :func:`xdist_scope`, those with the most tests first.
 
     ``--dist loadgroup`` with ``xdist_group`` marks would say the same, but it stopped grouping under pytest 9.2
     (pytest-dev/pytest-xdist#1386: it rewrites a node id that pytest no longer reads), silently.
