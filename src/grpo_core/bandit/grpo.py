@@ -47,7 +47,7 @@ from grpo_core._validate import (
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages, zero_std_mask
 from grpo_core.bandit.env import check_actions, log_softmax, reward_of
 from grpo_core.bandit.trainer import BanditTrainer, Diverged
-from grpo_core.clipping import LOG_RATIO_BOUND, clip_masks, clip_range, importance_ratio
+from grpo_core.clipping import LOG_RATIO_BOUND, _clip_masks, _ratio, clip_range
 from grpo_core.kl import categorical_kl, entropy
 from grpo_core.objective import grpo_objective
 
@@ -73,29 +73,33 @@ def objective_gradient(logits, actions, old_logp, ref_logp, advantages, eps_low=
         for value, name in ((old_logp, "old_logp"), (ref_logp, "ref_logp"), (advantages, "advantages"))
     )
     same_shape(actions=actions, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
-    clip_range(eps_low, eps_high)  # validated here, where the caller named them
+    low, high = clip_range(eps_low, eps_high)
     beta = nonnegative(beta, "beta")
     with np.errstate(over="ignore", invalid="ignore"):
-        grad = _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, eps_low, eps_high, beta)
+        grad = _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta)
     if not np.isfinite(grad).all():
         raise Diverged("the gradient overflowed the float range (advantages or beta too large)")
     return grad
 
 
-def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, eps_low, eps_high, beta) -> np.ndarray:
+def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low, high, beta) -> np.ndarray:
     r"""The kernel: :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1 - \rho_i)`;
     :math:`(\sum_i c_i e_{a_i} - \pi\sum_i c_i)/G`.
 
     Where a log-ratio lies beyond the clamp of ±20 (grpo_core.clipping), its
     factor is a constant and contributes no gradient, exactly as autograd sees it.
+
+    It calls the clipping module's unchecked kernels ``_ratio`` and ``_clip_masks``: it runs in every inner epoch
+    of every step, on values already validated, and the checked ``importance_ratio``/``clip_masks`` made a
+    bandit step 0.70 ms instead of 0.48 ms.
     """
     probs = np.exp(log_probs)
     logp = log_probs[actions]
-    ratio = importance_ratio(logp, old_logp)
-    clipped_low, clipped_high = clip_masks(ratio, advantages, eps_low, eps_high)
+    ratio = _ratio(logp, old_logp)
+    clipped_low, clipped_high = _clip_masks(ratio, advantages, low, high)
     surrogate = np.where(clipped_low | clipped_high, 0.0, advantages * ratio)
     surrogate[np.abs(logp - old_logp) > LOG_RATIO_BOUND] = 0.0
-    ref_ratio = importance_ratio(ref_logp, logp)
+    ref_ratio = _ratio(ref_logp, logp)
     kl = np.where(np.abs(ref_logp - logp) > LOG_RATIO_BOUND, 0.0, 1.0 - ref_ratio)
     coef = surrogate - beta * kl
     return (np.bincount(actions, coef, minlength=probs.size) - probs * coef.sum()) / actions.size
@@ -209,10 +213,11 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
     advantages = config.advantages(rewards)
     old_logp, ref_logp = old_log_probs[actions], ref_log_probs[actions]
     theta = numpy_array(logits, "logits").copy()
+    low_bound, high_bound = clip_range(config.eps_low, config.eps_high)
     for epoch in range(config.inner_epochs):
         log_probs = log_softmax(theta)
         grad = _objective_gradient(
-            log_probs, actions, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta
+            log_probs, actions, old_logp, ref_logp, advantages, low_bound, high_bound, config.beta
         )
         with np.errstate(over="ignore", invalid="ignore"):
             theta += config.lr * grad
@@ -221,8 +226,8 @@ def grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig = GRPOCon
             raise Diverged(f"config.lr = {config.lr} made the logits overflow at inner epoch {epoch}: lower lr")
     log_probs = log_softmax(theta)
     logp = log_probs[actions]
-    ratios = importance_ratio(logp, old_logp)
-    low, high = clip_masks(ratios, advantages, config.eps_low, config.eps_high)
+    ratios = _ratio(logp, old_logp)
+    low, high = _clip_masks(ratios, advantages, low_bound, high_bound)
     return StepResult(
         actions=actions,
         rewards=rewards,
