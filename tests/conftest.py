@@ -1,7 +1,11 @@
 """Shared pytest set-up: the test tiers, how nbval compares notebook outputs, and a real browser."""
 
+import os
 import re
 import shutil
+import time
+from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -19,6 +23,7 @@ NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "applicat
 # Test files whose tests share a module-scoped fixture too costly to build twice.
 ONE_WORKER_FILES = ("test_homework.py", "test_lab_browser.py", "test_jupyterlab_reader.py")
 SITE_PAGE = re.compile(r"[\w/.-]+\.html")
+COVERAGE = pytest.StashKey()
 
 
 def xdist_scope(nodeid: str) -> str:
@@ -39,15 +44,41 @@ def xdist_scope(nodeid: str) -> str:
     return f"{path}::{function}"
 
 
-def pytest_xdist_make_scheduler(config, log):
-    """``-n N`` distributes the work units of :func:`xdist_scope`, those with the most tests first.
+# Files whose tests read the built site (``make test`` builds it while the other tests run).
+SITE_FILES = ("test_site.py", "test_lab_site.py")
 
-    ``--dist loadgroup`` with ``xdist_group`` marks would say the same, but it stopped grouping under pytest 9.2
-    (pytest-dev/pytest-xdist#1386: it rewrites a node id that pytest no longer reads), silently.
+
+def xdist_rank(nodeid: str) -> int:
+    """When a test's work unit is handed out: 0 the homework (the longest unit, so it must start first), 1 the
+    other long units (notebooks, JupyterLab), 2 the rest, 3 last the built site's tests (the book is built by then).
+    """
+    file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
+    if file == "test_homework.py":
+        return 0
+    if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
+        return 1
+    return 3 if file in SITE_FILES else 2
+
+
+def xdist_order(collection: list[str]) -> list[str]:
+    """The node ids in the order their work units are handed out: by :func:`xdist_rank`, then those with the most
+    tests first; the tests of a unit keep their order."""
+    sizes = Counter(map(xdist_scope, collection))
+    return sorted(collection, key=lambda nodeid: (xdist_rank(nodeid), -sizes[xdist_scope(nodeid)]))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``-n N`` distributes the work units of :func:`xdist_scope` in the order of :func:`xdist_rank`, then of their
+    number of tests.
+
+    ``--dist loadgroup`` with ``xdist_group`` marks would group the same tests, but it stopped grouping under
+    pytest 9.2 (pytest-dev/pytest-xdist#1386: it rewrites a node id that pytest no longer reads), silently.
     """
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the workers' collections are in xdist_order already
 
     class SharedWorkScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -67,8 +98,56 @@ CHROMIUM_ARGS = [
 ]
 
 
-def pytest_collection_modifyitems(items):
-    """The tiers (markers registered in pyproject.toml), so that ``make check`` can leave the slow ones out.
+def pytest_addoption(parser):
+    parser.addoption(
+        "--measure-coverage",
+        action="store_true",
+        help="measure grpo_core's coverage in every process that runs tests (pyproject.toml, [tool.coverage])",
+    )
+
+
+def pytest_configure(config):
+    """``--measure-coverage``: each process that runs tests (each xdist worker, or pytest alone) measures itself into
+    its own ``.coverage.*`` file, for ``coverage combine``. The processes the tests start (notebook kernels, otter,
+    the grading sandbox) run unmeasured, at full speed: the unit and property tests cover the package by
+    themselves.
+    """
+    runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
+    if config.getoption("measure_coverage") and runs_tests:
+        import coverage
+
+        config.stash[COVERAGE] = coverage.Coverage(data_suffix=True)
+        config.stash[COVERAGE].start()
+
+
+def pytest_unconfigure(config):
+    if COVERAGE in config.stash:
+        config.stash[COVERAGE].stop()
+        config.stash[COVERAGE].save()
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("book"):
+        wait_for_the_book()
+
+
+def wait_for_the_book(timeout: float = 900) -> None:
+    """``make test`` builds the book beside the tests and writes the build's exit status to the file named by
+    ``$BOOK_STATUS`` when it ends: a test of the built site waits for it. Without ``$BOOK_STATUS`` the site in
+    ``_build/html`` is taken as it is (``make book`` built it)."""
+    if "BOOK_STATUS" not in os.environ:
+        return
+    status = Path(os.environ["BOOK_STATUS"])
+    deadline = time.monotonic() + timeout
+    while not status.exists():
+        assert time.monotonic() < deadline, f"the book build did not end within {timeout:.0f} s"
+        time.sleep(0.2)
+    assert status.read_text().strip() == "0", "make book failed: _build/book.log says why"
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tiers (markers registered in pyproject.toml), so that ``make check`` can leave the slow ones out; under
+    xdist, the order of :func:`xdist_order`.
 
     ``browser``: uses the ``browser`` fixture; ``book``: needs the built site (the ``site`` fixture);
     ``homework``: tests/test_homework.py (otter builds and grades); ``nbval``: a notebook's cells.
@@ -83,6 +162,9 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.homework)
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.nbval)
+    if hasattr(config, "workerinput"):  # xdist hands out the work units in the order its workers collected them
+        order = {nodeid: index for index, nodeid in enumerate(xdist_order([item.nodeid for item in items]))}
+        items.sort(key=lambda item: order[item.nodeid])
 
 
 def pytest_collectstart(collector):

@@ -11,8 +11,8 @@ scrolls inside its own box, at 1400 px code cells fit without scrolling, and
 from 360 to 1920 px no page scrolls sideways. Figures keep their smallest text
 at 9 px or more at the column width. The lab page must render its widget
 snapshot; a search for each key term of the chapter must list the section that
-defines it first. A full-page screenshot of each page is saved under
-``_build/screenshots/site/`` for a human to look at.
+defines it first. A screenshot of the first screen of each page, at 1400 and at
+390 px, is saved under ``_build/screenshots/site/`` for a human to look at.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _open(page, url: str) -> PageLog:
 
 def _screenshot(page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / (name.removesuffix(".html").replace("/", "--") + ".png")), full_page=True)
+    page.screenshot(path=str(SCREENSHOTS / (name.removesuffix(".html").replace("/", "--") + ".png")), full_page=False)
 
 
 @dataclass
@@ -158,8 +158,8 @@ NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAni
 
 
 def visit(browser, site: str, name: str) -> Visit:
-    """Open ``name`` once (per worker) and record every check's measurements, with full-page screenshots at
-    1400 and 390 px. Console errors are collected over the whole visit, resizes included."""
+    """Open ``name`` once (per worker) and record every check's measurements, with screenshots at 1400 and
+    390 px. Console errors are collected over the whole visit, resizes included."""
     if name in _VISITS:
         return _VISITS[name]
     assert (SITE / name).is_file(), f"{name} was not built"
@@ -317,11 +317,14 @@ def test_reference_tables_fit_the_page(browser, site, name):
     assert [w for w in widths if w[0] > w[1] + 1] == [], f"tables wider than the text column at {TABLE_WIDTH} px"
 
 
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_no_page_links_an_asset_on_another_host():
     """Scripts, stylesheets, fonts and images come from the site, on every page, even ones loaded on demand."""
     asset = re.compile(r"""<(?:script|img|link|source|iframe)\b[^>]*?\b(?:src|href)=["']((?:https?:)?//[^"']+)""", re.I)
     offenders = {}
-    for path in SITE.rglob("*.html"):
+    pages = list(SITE.rglob("*.html"))
+    assert len(pages) > len(PAGES), f"{SITE} is not built: run `make book` first"
+    for path in pages:
         found = [url for url in asset.findall(path.read_text(encoding="utf8")) if not _is_hyperlink(path, url)]
         if found:
             offenders[path.relative_to(SITE).as_posix()] = found
