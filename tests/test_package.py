@@ -69,3 +69,16 @@ def test_the_formulas_import_nothing_above_them():
 def test_a_subpackage_imports_the_formulas_and_itself_only(subpackage):
     for path in (PACKAGE / subpackage).glob("*.py"):
         assert _imported_nodes(path) <= FORMULAS | {subpackage}, path.name
+
+
+def test_the_import_graph_stays_small():
+    """Issue 15's bound: counting each top-level module and each subpackage as one node, 12 nodes and 30 edges."""
+    nodes = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+    nodes |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    edges = set()
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).parts
+        source = "grpo_core" if relative == ("__init__.py",) else relative[0].removesuffix(".py")
+        edges |= {(source, target) for target in _imported_nodes(path) if target != source}
+    assert len(nodes | {"grpo_core"}) == 12
+    assert len(edges) <= 30, sorted(edges)

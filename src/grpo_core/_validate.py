@@ -224,6 +224,73 @@ def probabilities(p, name: str, *, allow_zero: bool = False) -> np.ndarray:
     return p
 
 
+# The token-level batches (torch): (completions, tokens) log-probabilities, one Â per completion, a 0/1 mask.
+
+
+def tensor(value, name: str):
+    """``value`` if it is a ``torch.Tensor``; a ``TypeError`` naming ``name`` otherwise."""
+    if not is_torch(value):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def token_log_probs(value, name: str, shape: tuple[int, ...] | None):
+    """A floating (B, T) tensor of log-probabilities (16-bit ones as float32); finiteness is checked under the mask."""
+    torch = _torch()
+    value = tensor(value, name)
+    if not value.is_floating_point():
+        raise TypeError(f"{name} must hold floating-point log-probabilities, got dtype {value.dtype}")
+    if shape is None and (value.ndim != 2 or 0 in value.shape):
+        raise ValueError(f"{name} must have shape (completions, tokens) with both > 0, got {tuple(value.shape)}")
+    if shape is not None and tuple(value.shape) != shape:
+        raise ValueError(f"{name} must have the shape of logps {shape}, got {tuple(value.shape)}")
+    return value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
+
+
+def token_mask(mask, shape: tuple[int, ...], allow_empty_rows: bool):
+    """The mask as given (bool, integer or float 0/1), as booleans, and its per-completion token counts."""
+    torch = _torch()
+    mask = tensor(mask, "mask")
+    if tuple(mask.shape) != shape:
+        raise ValueError(f"mask must have the shape of logps {shape}, got {tuple(mask.shape)}")
+    if mask.dtype == torch.bool:
+        keep = mask
+    elif mask.is_floating_point() or mask.dtype.is_complex:
+        if mask.dtype.is_complex or not bool(((mask == 0) | (mask == 1)).all()):
+            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
+        keep = mask != 0
+    else:  # integers: two reductions, no (B, T) temporary
+        if int(mask.min()) < 0 or int(mask.max()) > 1:
+            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
+        keep = mask.bool()
+    lengths = keep.sum(-1)
+    if not allow_empty_rows and not bool((lengths > 0).all()):
+        empty = torch.nonzero(lengths == 0).flatten().tolist()
+        raise ValueError(
+            f"mask: every completion needs at least one token; rows {empty} are all zeros "
+            "(drop fully masked completions, e.g. masked truncations, before calling)"
+        )
+    return mask, keep, lengths
+
+
+def token_batch(logps, old_logps, ref_logps, advantages, mask, *, allow_empty_rows: bool = False):
+    """The boundary checks of the token-level functions: types, shapes, dtypes, the mask, Â finite."""
+    logps = token_log_probs(logps, "logps", None)
+    shape = tuple(logps.shape)
+    old_logps = token_log_probs(old_logps, "old_logps", shape)
+    if ref_logps is not None:
+        ref_logps = token_log_probs(ref_logps, "ref_logps", shape)
+    if advantages is not None:
+        advantages = tensor(advantages, "advantages")
+        if tuple(advantages.shape) != shape[:1]:
+            raise ValueError(
+                f"advantages must have shape ({shape[0]},), one per completion, got {tuple(advantages.shape)}"
+            )
+        advantages = finite_array(advantages, "advantages")
+    mask, keep, lengths = token_mask(mask, shape, allow_empty_rows)
+    return logps, old_logps, ref_logps, advantages, (mask, keep, lengths)
+
+
 def check_clipped_update(config) -> None:
     """Validate the knobs every clipped update shares (bandit GRPO and PPO, sequence GRPO):
     ``eps_low``, ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""

@@ -13,7 +13,18 @@ surrogate is unchanged wherever its clip is active.
 
 from __future__ import annotations
 
-from grpo_core._validate import finite_array, namespace, nonnegative, overflow_checked, real_number, same_shape
+import math
+
+from grpo_core._validate import (
+    all_finite,
+    finite_array,
+    namespace,
+    nonnegative,
+    overflow_checked,
+    real_number,
+    same_shape,
+    token_batch,
+)
 
 #: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below :math:`e^{20}`.
 LOG_RATIO_BOUND = 20.0
@@ -83,16 +94,33 @@ def sequence_importance_ratio(logps, old_logps, mask):
     positions are never read (they may even be NaN). The mean log-ratio is
     clamped to ±20 like every log-ratio here.
     """
-    from grpo_core.token_loss import _checked_batch  # torch only when asked for
-
-    logps, old_logps, _, _, (_, keep, _) = _checked_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
+    logps, old_logps, _, _, (_, keep, _) = token_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
     return _sequence_ratio(logps, old_logps, keep)
+
+
+def _masked_log_ratio(top, bottom, keep, names: str, *, clamp: bool = True):
+    """``top - bottom`` where the mask is 1, exactly 0 elsewhere, clamped to ±``LOG_RATIO_BOUND`` if ``clamp``.
+
+    One read-only pass (``aminmax``) both checks the unmasked entries finite
+    and tells whether the clamp can change anything; when it cannot (the usual
+    case) the clamp, a no-op, is skipped with its backward pass.
+    """
+    torch = namespace(top)  # (completions, tokens) tensors only
+    log_ratio = torch.where(keep, top - bottom, 0.0)
+    smallest, largest = (float(v) for v in torch.aminmax(log_ratio.detach()))
+    if not (math.isfinite(smallest) and math.isfinite(largest)):
+        first, second = names.split(" - ")
+        for tensor, name in ((top, first), (bottom, second)):
+            if not all_finite(torch.where(keep, tensor.detach(), 0.0)):
+                raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
+        raise ValueError(f"{names} overflows the float range where mask is 1")
+    if not clamp or (smallest >= -LOG_RATIO_BOUND and largest <= LOG_RATIO_BOUND):
+        return log_ratio
+    return _clamped(log_ratio)
 
 
 def _sequence_ratio(logps, old_logps, keep):
     """The kernel of :func:`sequence_importance_ratio`; ``keep`` is the boolean mask."""
-    from grpo_core.token_loss import _masked_log_ratio
-
     log_ratio = _masked_log_ratio(logps, old_logps, keep, "logps - old_logps", clamp=False)
     mean = log_ratio.sum(-1, keepdim=True) / keep.sum(-1, keepdim=True).clamp(min=1)
     return namespace(logps).exp(_clamped(mean))

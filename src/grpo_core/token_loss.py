@@ -44,93 +44,12 @@ import math
 
 import torch
 
-from grpo_core._validate import all_finite, choice, finite_array, nonnegative, positive_int
-from grpo_core.clipping import LOG_RATIO_BOUND, _clamped, _surrogate, clip_range, delta_cap
+from grpo_core._validate import choice, nonnegative, positive_int, tensor, token_batch
+from grpo_core.clipping import _clamped, _masked_log_ratio, _surrogate, clip_range, delta_cap
 from grpo_core.objective import KL_ESTIMATORS, _kl_term
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
-
-
-def _tensor(value, name: str) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
-    return value
-
-
-def _log_probs(value, name: str, shape: tuple[int, ...] | None) -> torch.Tensor:
-    """A floating (B, T) tensor of log-probabilities (16-bit ones as float32); finiteness is checked under the mask."""
-    value = _tensor(value, name)
-    if not value.is_floating_point():
-        raise TypeError(f"{name} must hold floating-point log-probabilities, got dtype {value.dtype}")
-    if shape is None and (value.ndim != 2 or 0 in value.shape):
-        raise ValueError(f"{name} must have shape (completions, tokens) with both > 0, got {tuple(value.shape)}")
-    if shape is not None and tuple(value.shape) != shape:
-        raise ValueError(f"{name} must have the shape of logps {shape}, got {tuple(value.shape)}")
-    return value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
-
-
-def _token_mask(mask, shape: tuple[int, ...], allow_empty_rows: bool):
-    """The mask as given (bool, integer or float 0/1), as booleans, and its per-completion token counts."""
-    mask = _tensor(mask, "mask")
-    if tuple(mask.shape) != shape:
-        raise ValueError(f"mask must have the shape of logps {shape}, got {tuple(mask.shape)}")
-    if mask.dtype == torch.bool:
-        keep = mask
-    elif mask.is_floating_point() or mask.dtype.is_complex:
-        if mask.dtype.is_complex or not bool(((mask == 0) | (mask == 1)).all()):
-            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
-        keep = mask != 0
-    else:  # integers: two reductions, no (B, T) temporary
-        if int(mask.min()) < 0 or int(mask.max()) > 1:
-            raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
-        keep = mask.bool()
-    lengths = keep.sum(-1)
-    if not allow_empty_rows and not bool((lengths > 0).all()):
-        empty = torch.nonzero(lengths == 0).flatten().tolist()
-        raise ValueError(
-            f"mask: every completion needs at least one token; rows {empty} are all zeros "
-            "(drop fully masked completions, e.g. masked truncations, before calling)"
-        )
-    return mask, keep, lengths
-
-
-def _checked_batch(logps, old_logps, ref_logps, advantages, mask, *, allow_empty_rows: bool = False):
-    """The boundary checks of the token-level functions: types, shapes, dtypes, the mask, Â finite."""
-    logps = _log_probs(logps, "logps", None)
-    shape = tuple(logps.shape)
-    old_logps = _log_probs(old_logps, "old_logps", shape)
-    if ref_logps is not None:
-        ref_logps = _log_probs(ref_logps, "ref_logps", shape)
-    if advantages is not None:
-        advantages = _tensor(advantages, "advantages")
-        if tuple(advantages.shape) != shape[:1]:
-            raise ValueError(
-                f"advantages must have shape ({shape[0]},), one per completion, got {tuple(advantages.shape)}"
-            )
-        advantages = finite_array(advantages, "advantages")
-    mask, keep, lengths = _token_mask(mask, shape, allow_empty_rows)
-    return logps, old_logps, ref_logps, advantages, (mask, keep, lengths)
-
-
-def _masked_log_ratio(top, bottom, keep, names: str, *, clamp: bool = True):
-    """``top - bottom`` where the mask is 1, exactly 0 elsewhere, clamped to ±``LOG_RATIO_BOUND`` if ``clamp``.
-
-    One read-only pass (``aminmax``) both checks the unmasked entries finite
-    and tells whether the clamp can change anything; when it cannot (the usual
-    case) the clamp, a no-op, is skipped with its backward pass.
-    """
-    log_ratio = torch.where(keep, top - bottom, 0.0)
-    smallest, largest = (float(v) for v in torch.aminmax(log_ratio.detach()))
-    if not (math.isfinite(smallest) and math.isfinite(largest)):
-        first, second = names.split(" - ")
-        for tensor, name in ((top, first), (bottom, second)):
-            if not all_finite(torch.where(keep, tensor.detach(), 0.0)):
-                raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
-        raise ValueError(f"{names} overflows the float range where mask is 1")
-    if not clamp or (smallest >= -LOG_RATIO_BOUND and largest <= LOG_RATIO_BOUND):
-        return log_ratio
-    return _clamped(log_ratio)
 
 
 def _tokens_per_row(flags: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -206,8 +125,8 @@ def grpo_token_loss(
     the unmasked entries is checked on the masked log-ratios the loss needs
     anyway.
     """
-    logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = _checked_batch(
-        logps, old_logps, ref_logps, _tensor(advantages, "advantages"), mask
+    logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = token_batch(
+        logps, old_logps, ref_logps, tensor(advantages, "advantages"), mask
     )
     shape = tuple(logps.shape)
     beta = nonnegative(beta, "beta")

@@ -4,9 +4,8 @@ r"""The bandit lab's one state object (chapter §11): everything the views draw,
 run after every action and hands it to the view (one widget message per
 click); the site lab builds the same shape in JavaScript (``static/lab-site.js``).
 The views themselves are one JavaScript module, ``static/lab-view.js``. Nothing
-here imports a widget; the curve values come from grpo_core's own functions
-(:func:`grpo_core.state_value`, :func:`grpo_core.categorical_kl`,
-:func:`grpo_core.entropy`).
+here imports a widget; the curve values come from the run's own
+:meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult, state_value
-from grpo_core.kl import categorical_kl, entropy
+from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
 
 CURVE_POINTS = 300  # a longer curve crosses to the browser subsampled to this many points
 CURVE_KEYS = ("mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction")
@@ -56,14 +54,15 @@ class GroupView:
 
 
 def policy_point(run: BanditGRPO, best: int) -> dict[str, float]:
-    r""":math:`V^\pi` (eq. 4), P(best), the exact :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})` that eq. (8) estimates, and
-    H(π) of the current policy."""
-    probs, ref = run.probs, run.ref_probs
+    r""":math:`V^\pi` (eq. 4), P(best) of the arm ``best``, the exact :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})` that
+    eq. (8) estimates, and H(π) of the current policy, from the trainer's
+    :meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`."""
+    snapshot = run.snapshot()
     return {
-        "value": float(state_value(probs, run.reward_table)),
-        "p_best": float(probs[best]),
-        "kl": float(categorical_kl(probs, ref)),
-        "entropy": float(entropy(probs)),
+        "value": snapshot["expected_reward"],
+        "p_best": float(run.probs[best]),
+        "kl": snapshot["kl"],
+        "entropy": snapshot["entropy"],
     }
 
 

@@ -27,7 +27,6 @@ import torch
 
 from grpo_core._validate import boolean, check_clipped_update, choice, nonnegative, positive_int, seed_value
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
-from grpo_core.clipping import clip_range
 from grpo_core.kl import kl_k3
 from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
@@ -75,7 +74,6 @@ class SequenceGRPOConfig:
         positive_int(self.group_size, "group_size", minimum=2)
         positive_int(self.prompts_per_step, "prompts_per_step")
         check_clipped_update(self)
-        clip_range(self.eps_low, self.eps_high)
         choice(self.loss_type, "loss_type", LOSS_TYPES)
         nonnegative(self.adv_eps, "adv_eps")
         positive_int(self.adv_ddof, "adv_ddof", minimum=0, maximum=1)
