@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import csv
-import importlib.util
+import importlib
 import json
 import os
 import re
@@ -48,17 +48,8 @@ WRONG, MISTAKES = FIXTURE_DATA["submission"], FIXTURE_DATA["mistake"]
 INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"homework_{name}", HOMEWORK / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load("build")
-grade = _load("grade")
-leaks = _load("leaks")
+sys.path.insert(0, str(HOMEWORK))  # the scripts import one another by name, from their folder
+build, grade, leaks = (importlib.import_module(name) for name in ("build", "grade", "leaks"))
 NAMES = build.assignment_names()
 # The module fixtures build and grade notebooks (about 25 kernels): allow for a busy machine.
 pytestmark = pytest.mark.timeout(1800)
