@@ -469,18 +469,18 @@ def concrete(kwargs):
     return {k: fresh[v]() if any(v is key for key in fresh) else v for k, v in kwargs.items()}
 
 
-def one_argument_cases():
-    for qualname, (_func, kwargs) in VALID.items():
-        for name in kwargs:
-            for index, value in enumerate(BAD[KIND[name]]):
-                if not accepted(name, value) and name != "seeds":
-                    yield pytest.param(qualname, name, index, id=f"{qualname}-{name}-{index}")
-        if "seeds" in kwargs:
-            for index in range(len(BAD["int"])):
-                yield pytest.param(qualname, "seeds", index, id=f"{qualname}-seeds-{index}")
+def one_argument_cases(kwargs) -> list[tuple[str, int]]:
+    """(argument, index into BAD of its kind) of every call that changes one argument of a valid call to a bad value."""
+    cases = [
+        (name, index)
+        for name in kwargs
+        for index, value in enumerate(BAD[KIND[name]])
+        if not accepted(name, value) and name != "seeds"
+    ]
+    return cases + [("seeds", index) for index in range(len(BAD["int"])) if "seeds" in kwargs]
 
 
-ONE_ARGUMENT_CASES = list(one_argument_cases())
+ONE_ARGUMENT_CASES = {qualname: one_argument_cases(kwargs) for qualname, (_, kwargs) in VALID.items()}
 
 
 def test_every_public_function_has_a_valid_call():
@@ -501,19 +501,37 @@ def test_the_valid_calls_are_valid(qualname):
     assert not has_nan(result) and not has_inf(result)
 
 
-@pytest.mark.parametrize(("qualname", "name", "index"), ONE_ARGUMENT_CASES)
-def test_one_bad_argument_is_named(qualname, name, index):
+def one_bad_argument(qualname: str, name: str, index: int) -> str | None:
+    """What is wrong with the answer to the valid call of ``qualname`` with ``name`` set to a bad value: ``None`` for
+    a ValueError or TypeError (not a subclass such as a NumPy or torch error) whose message names the argument."""
     func, kwargs = VALID[qualname]
     kwargs = concrete(kwargs)
     bad = BAD[KIND[name]][index]
     kwargs[name] = [0, bad] if name == "seeds" else bad
-    with pytest.raises((ValueError, TypeError)) as raised, warnings.catch_warnings():
-        warnings.simplefilter("error")  # a RuntimeWarning (overflow, invalid) would be a silent inf/NaN
-        func(**kwargs)
-    assert type(raised.value) in (ValueError, TypeError)  # not a subclass such as a numpy/torch error
-    message = str(raised.value)
-    named = "seed" if name == "seeds" else name
-    assert named in message or (name in ("ratio", "advantages") and "shapes must match" in message), message
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a RuntimeWarning (overflow, invalid) would be a silent inf/NaN
+            func(**kwargs)
+    except Exception as error:
+        message = str(error)
+        if type(error) not in (ValueError, TypeError):
+            return f"raised {type(error).__name__}: {message}"
+        named = "seed" if name == "seeds" else name
+        if named in message or (name in ("ratio", "advantages") and "shapes must match" in message):
+            return None
+        return f"the message does not name {named}: {message}"
+    return "accepted"
+
+
+@pytest.mark.parametrize("qualname", sorted(VALID))
+def test_one_bad_argument_is_named(qualname):
+    """Each argument of the valid call, replaced in turn by each bad value of its kind (one call per value)."""
+    cases = ONE_ARGUMENT_CASES[qualname]
+    assert cases
+    problems = {
+        f"{name} = BAD[{KIND[name]!r}][{index}]": one_bad_argument(qualname, name, index) for name, index in cases
+    }
+    assert {case: problem for case, problem in problems.items() if problem} == {}
 
 
 def has_inf(value) -> bool:
@@ -535,23 +553,23 @@ def has_inf(value) -> bool:
 EXTREMES = [1e308, -1e308, 5e-324, -0.0, 1e-300, 1e200]
 
 
-def extreme_cases():
-    for qualname, (_, kwargs) in VALID.items():
-        for name, value in kwargs.items():
-            if KIND[name] in ("array", "elementwise", "tensor") and name != "mask" and value is not None:
-                for extreme in EXTREMES:
-                    for how in ("scale", "fill", "one"):
-                        yield pytest.param(qualname, name, extreme, how, id=f"{qualname}-{name}-{extreme}-{how}")
-            if KIND[name] == "real" and value is not None:
-                for extreme in (1e308, 5e-324, -0.0, 2**64):
-                    yield pytest.param(qualname, name, extreme, "scalar", id=f"{qualname}-{name}-{extreme}")
+def extreme_cases(kwargs) -> list[tuple[str, float, str]]:
+    """(argument, extreme value, how it enters) of every call that puts one extreme finite value into a valid call."""
+    cases = []
+    for name, value in kwargs.items():
+        if KIND[name] in ("array", "elementwise", "tensor") and name != "mask" and value is not None:
+            cases += [(name, extreme, how) for extreme in EXTREMES for how in ("scale", "fill", "one")]
+        if KIND[name] == "real" and value is not None:
+            cases += [(name, extreme, "scalar") for extreme in (1e308, 5e-324, -0.0, 2**64)]
+    return cases
 
 
-EXTREME_CASES = list(extreme_cases())
+EXTREME_CASES = {qualname: cases for qualname, (_, kwargs) in VALID.items() if (cases := extreme_cases(kwargs))}
 
 
-@pytest.mark.parametrize(("qualname", "name", "extreme", "how"), EXTREME_CASES)
-def test_extreme_finite_values_give_finite_results_or_a_named_error(qualname, name, extreme, how):
+def extreme_value(qualname: str, name: str, extreme: float, how: str) -> str | None:
+    """What is wrong with the answer to the valid call of ``qualname`` with one extreme value in ``name``: ``None`` for
+    a result free of NaN and inf or a ValueError that says what overflowed."""
     func, kwargs = VALID[qualname]
     kwargs = concrete(kwargs)
     value = kwargs[name]
@@ -570,14 +588,19 @@ def test_extreme_finite_values_give_finite_results_or_a_named_error(qualname, na
             array = array.clone() if isinstance(array, torch.Tensor) else array.copy()
             array.reshape(-1)[0] = extreme
         kwargs[name] = array
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
             result = func(**kwargs)
-        except ValueError as error:
-            assert str(error), "a ValueError must say what overflowed"
-            return
-        except TypeError as error:
-            pytest.fail(f"a finite real value must not be a TypeError: {error}")
-    assert not has_nan(result), result
-    assert not has_inf(result), result
+    except ValueError as error:
+        return None if str(error) else "a ValueError must say what overflowed"
+    except Exception as error:
+        return f"a finite real value must give a result or a ValueError, not {type(error).__name__}: {error}"
+    return "NaN in the result" if has_nan(result) else "inf in the result" if has_inf(result) else None
+
+
+@pytest.mark.parametrize("qualname", sorted(EXTREME_CASES))
+def test_extreme_finite_values_give_finite_results_or_a_named_error(qualname):
+    """Each array argument scaled by, filled with, or holding one of EXTREMES, and each real one set to an extreme."""
+    problems = {case: extreme_value(qualname, *case) for case in EXTREME_CASES[qualname]}
+    assert {case: problem for case, problem in problems.items() if problem} == {}
