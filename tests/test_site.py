@@ -1,8 +1,10 @@
 """The built book (``make book`` → ``_build/html``) in a real browser.
 
 Every page is served from 127.0.0.1 and opened in headless Chromium, once per
-test worker: at 1400 px, then with its window narrowed through every width of
-the checks (:func:`visit`). A page passes if it logs no console error, requests
+test worker, in one tab that goes from page to page as a reader's does (the
+site's scripts and fonts stay cached; the first visit is checked in a fresh
+tab): at 1400 px, then with its window narrowed through every width of the
+checks (:func:`visit`). A page passes if it logs no console error, requests
 nothing from another host and nothing that is missing (the server's own log
 counts, so the browser's request for an icon is seen too), has all its math
 typeset by MathJax, shows no untypeset notation outside code, and shows every
@@ -99,11 +101,21 @@ class PageLog:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.failures: list[str] = []
-        page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        page.on("request", lambda request: self.requests.append(request.url))
-        page.on("requestfailed", lambda request: self.failures.append(f"{request.url} ({request.failure})"))
-        page.on("response", lambda response: response.status >= 400 and self.failures.append(response.url))
+        self._page = page
+        self._listeners = {
+            "console": lambda msg: msg.type == "error" and self.errors.append(msg.text),
+            "pageerror": lambda exc: self.errors.append(str(exc)),
+            "request": lambda request: self.requests.append(request.url),
+            "requestfailed": lambda request: self.failures.append(f"{request.url} ({request.failure})"),
+            "response": lambda response: response.status >= 400 and self.failures.append(response.url),
+        }
+        for event, listener in self._listeners.items():
+            page.on(event, listener)
+
+    def detach(self) -> None:
+        """Stop listening (the page goes on to the next visit)."""
+        for event, listener in self._listeners.items():
+            self._page.remove_listener(event, listener)
 
     def foreign_requests(self, base: str) -> list[str]:
         host = urlsplit(base).netloc
@@ -117,6 +129,17 @@ class PageLog:
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="session")
+def reader(browser):
+    """One tab that reads page after page, as a reader does: the site's scripts, styles and fonts stay cached
+    between pages (a fresh tab per page would load and compile MathJax and the theme each time)."""
+    context = browser.new_context(viewport={"width": WIDE, "height": 900})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     yield page
@@ -157,17 +180,16 @@ _VISITS: dict[str, Visit] = {}
 NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
-def visit(browser, site: str, name: str) -> Visit:
-    """Open ``name`` once (per worker) and record every check's measurements, with screenshots at 1400 and
-    390 px. Console errors are collected over the whole visit, resizes included."""
+def visit(reader, site: str, name: str) -> Visit:
+    """Open ``name`` once (per worker) in the ``reader`` tab and record every check's measurements, with screenshots
+    at 1400 and 390 px. Console errors are collected over the whole visit, resizes included."""
     if name in _VISITS:
         return _VISITS[name]
     assert (SITE / name).is_file(), f"{name} was not built"
-    context = browser.new_context(viewport={"width": WIDE, "height": 900})
+    page = reader
+    page.set_viewport_size({"width": WIDE, "height": 900})
+    log = _open(page, site + name)
     try:
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        log = _open(page, site + name)
         served_errors = _served_errors()
         math = page.evaluate(MATH_STATE)
         broken = page.evaluate(BROKEN_IMAGES)  # also: every image loaded and laid out, for the figure sizes
@@ -193,7 +215,7 @@ def visit(browser, site: str, name: str) -> Visit:
                 seen.layout[NARROW] = page.evaluate(LAYOUT)
                 _screenshot(page, f"{NARROW}px/{name}")
     finally:
-        context.close()
+        log.detach()
     _VISITS[name] = seen
     return seen
 
@@ -271,8 +293,8 @@ def test_index_forwards_to_the_landing_page(page, site):
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_page_is_complete_and_self_contained(browser, site, name):
-    seen = visit(browser, site, name)
+def test_page_is_complete_and_self_contained(reader, site, name):
+    seen = visit(reader, site, name)
     math = seen.math
     assert seen.foreign == [], "the page fetched something from another host"
     assert seen.failures == [], "a request of the page failed"
@@ -311,8 +333,8 @@ REFERENCE_PAGES = ("book/intro.html", "book/notation.html", "book/equations.html
 
 
 @pytest.mark.parametrize("name", REFERENCE_PAGES)
-def test_reference_tables_fit_the_page(browser, site, name):
-    widths = visit(browser, site, name).tables
+def test_reference_tables_fit_the_page(reader, site, name):
+    widths = visit(reader, site, name).tables
     assert widths, "the page has tables"
     assert [w for w in widths if w[0] > w[1] + 1] == [], f"tables wider than the text column at {TABLE_WIDTH} px"
 
@@ -415,10 +437,10 @@ LAYOUT = """async () => {
 
 @pytest.mark.parametrize("width", [WIDE, NARROW])
 @pytest.mark.parametrize("name", PAGES)
-def test_nothing_is_wider_than_the_text_column(browser, site, name, width):
+def test_nothing_is_wider_than_the_text_column(reader, site, name, width):
     """Tables, outputs, code cells and math fit the column or scroll inside their own box; the page never scrolls
     sideways. On a laptop, code cells fit without scrolling (notebook code is at most 88 columns)."""
-    layout = visit(browser, site, name).layout[width]
+    layout = visit(reader, site, name).layout[width]
     assert layout["spills"] == [], "wider than the text column, and not in a box of its own that scrolls"
     assert layout["page"] <= width, "the page scrolls sideways"
     if width == WIDE:
@@ -426,9 +448,9 @@ def test_nothing_is_wider_than_the_text_column(browser, site, name, width):
 
 
 @pytest.mark.parametrize("name", toc_pages())
-def test_no_page_scrolls_sideways_at_any_width(browser, site, name):
+def test_no_page_scrolls_sideways_at_any_width(reader, site, name):
     """From a small phone to a large monitor, the page is never wider than the window."""
-    wide = {width: scroll for width, (scroll, inner) in visit(browser, site, name).overflow.items() if scroll > inner}
+    wide = {width: scroll for width, (scroll, inner) in visit(reader, site, name).overflow.items() if scroll > inner}
     assert wide == {}, "window width: page width, where the page scrolls sideways"
 
 
@@ -524,8 +546,8 @@ def figure_text_px(path: Path, shown: float, natural: float) -> list[tuple[str, 
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_figure_text_is_legible_at_the_column_width(browser, site, name):
-    seen = visit(browser, site, name)
+def test_figure_text_is_legible_at_the_column_width(reader, site, name):
+    seen = visit(reader, site, name)
     figures, inline = seen.figures, seen.inline_svg_text
     too_small = {}
     for figure in figures:
@@ -573,16 +595,20 @@ KEY_TERMS = {
 
 
 @pytest.mark.parametrize("term", KEY_TERMS)
-def test_search_lists_the_defining_section_first(page, site, term):
-    log = _open(page, site + "search.html?q=" + quote_plus(term))
-    page.wait_for_function(
-        "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
-    )
-    hits = page.eval_on_selector_all(
-        "ul.search li a", "links => links.map((a) => new URL(a.href).pathname + new URL(a.href).hash)"
-    )
-    if term == "zero variance":
-        _screenshot(page, "search-zero-variance")
+def test_search_lists_the_defining_section_first(reader, site, term):
+    reader.set_viewport_size({"width": 1280, "height": 900})
+    log = _open(reader, site + "search.html?q=" + quote_plus(term))
+    try:
+        reader.wait_for_function(
+            "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
+        )
+        hits = reader.eval_on_selector_all(
+            "ul.search li a", "links => links.map((a) => new URL(a.href).pathname + new URL(a.href).hash)"
+        )
+        if term == "zero variance":
+            _screenshot(reader, "search-zero-variance")
+    finally:
+        log.detach()
     assert hits, f"nothing found for {term!r}"
     assert hits[0].endswith("/" + KEY_TERMS[term]), f"{term!r}: first results {hits[:3]}"
     assert log.foreign_requests(site) == []
