@@ -50,14 +50,15 @@ SITE_FILES = ("test_site.py", "test_lab_site.py")
 
 def xdist_rank(nodeid: str) -> int:
     """When a test's work unit is handed out: 0 the homework (the longest unit, so it must start first), 1 the
-    other long units (notebooks, JupyterLab), 2 the rest, 3 last the built site's tests (the book is built by then).
+    other long units (notebooks, JupyterLab), 2 the built site's tests (the book is built by then; their waits on
+    the browser overlap the homework's work), 3 last the many short tests, which even out the ends of the workers.
     """
     file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
     if file == "test_homework.py":
         return 0
     if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
         return 1
-    return 3 if file in SITE_FILES else 2
+    return 2 if file in SITE_FILES else 3
 
 
 def xdist_order(collection: list[str]) -> list[str]:

@@ -146,11 +146,14 @@ def reader(browser):
     context.close()
 
 
-def _open(page, url: str) -> PageLog:
+def _open(page, url: str, *, idle: bool = True) -> PageLog:
+    """Load ``url`` with a fresh log; with ``idle``, wait until the network has been quiet for 500 ms (:func:`visit`
+    instead goes on listening through its measurements and resizes, and reads the logs at the end)."""
     _LoggingHandler.served.clear()
     log = PageLog(page)
     page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
+    if idle:
+        page.wait_for_load_state("networkidle")
     return log
 
 
@@ -188,34 +191,27 @@ def visit(reader, site: str, name: str) -> Visit:
     assert (SITE / name).is_file(), f"{name} was not built"
     page = reader
     page.set_viewport_size({"width": WIDE, "height": 900})
-    log = _open(page, site + name)
+    log = _open(page, site + name, idle=False)
     try:
-        served_errors = _served_errors()
-        math = page.evaluate(MATH_STATE)
+        math = page.evaluate(MATH_STATE)  # waits for MathJax to finish typesetting
         broken = page.evaluate(BROKEN_IMAGES)  # also: every image loaded and laid out, for the figure sizes
+        page.evaluate("() => document.fonts.ready.then(() => null)")
         _screenshot(page, name)
-        seen = Visit(
-            log.errors,
-            log.foreign_requests(site),
-            log.failures,
-            served_errors,
-            math,
-            broken,
-            page.evaluate(FIGURES),
-            page.evaluate(INLINE_SVG_TEXT),
-        )
-        seen.layout[WIDE] = page.evaluate(LAYOUT)
+        figures, inline_svg_text = page.evaluate(FIGURES), page.evaluate(INLINE_SVG_TEXT)
+        layout, overflow, tables = {WIDE: page.evaluate(LAYOUT)}, {}, []
         for width in sorted({*WINDOW_WIDTHS, NARROW}, reverse=True):
             page.set_viewport_size({"width": width, "height": 900})
             page.evaluate(NEXT_FRAME)  # resize handlers have run and the page is laid out again
-            seen.overflow[width] = tuple(page.evaluate(OVERFLOW))
+            overflow[width] = tuple(page.evaluate(OVERFLOW))
             if width == TABLE_WIDTH:
-                seen.tables = page.evaluate(TABLES)
+                tables = page.evaluate(TABLES)
             if width == NARROW:
-                seen.layout[NARROW] = page.evaluate(LAYOUT)
+                layout[NARROW] = page.evaluate(LAYOUT)
                 _screenshot(page, f"{NARROW}px/{name}")
+        requests = (list(log.errors), log.foreign_requests(site), list(log.failures), _served_errors())
     finally:
         log.detach()
+    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow)
     _VISITS[name] = seen
     return seen
 

@@ -39,7 +39,7 @@ def test_any_other_test_is_spread_by_function():
     assert xdist_scope("tests/test_kl.py::test_k3_unbiased") == "tests/test_kl.py::test_k3_unbiased"
 
 
-def test_the_homework_goes_first_and_the_built_site_last():
+def test_the_homework_goes_first_and_the_short_tests_last():
     collection = [
         "tests/test_site.py::test_page_is_complete_and_self_contained[book/intro.html]",
         "tests/test_kl.py::test_k3_unbiased",
@@ -58,11 +58,11 @@ def test_the_homework_goes_first_and_the_built_site_last():
         "notebooks/04-group-relative-advantage.ipynb::Cell 0",
         "notebooks/04-group-relative-advantage.ipynb::Cell 1",
         "tests/test_lab_browser.py::test_lab_in_jupyterlab",
+        "tests/test_site.py::test_page_is_complete_and_self_contained[book/intro.html]",
+        "tests/test_lab_site.py::test_the_lab_page_fits_every_width",
         "tests/test_kl.py::test_k3_nonnegative[1]",
         "tests/test_kl.py::test_k3_nonnegative[2]",
         "tests/test_kl.py::test_k3_unbiased",
-        "tests/test_site.py::test_page_is_complete_and_self_contained[book/intro.html]",
-        "tests/test_lab_site.py::test_the_lab_page_fits_every_width",
     ]
 
 
@@ -83,9 +83,9 @@ def test_the_site_tests_wait_for_the_book_build(tmp_path, monkeypatch):
     wait_for_the_book(timeout=0)  # `make book` built the site: nothing to wait for
 
 
-def test_two_workers_run_each_unit_whole_and_in_the_order_given(pytester):
+def test_two_workers_run_each_unit_whole_and_in_the_order_given(pytester, monkeypatch):
     """A real ``pytest -n 2`` with this conftest: the homework's tests share one process and keep their order, the
-    homework is handed out first, and on each worker the site's tests come after every other test."""
+    homework is handed out first, and on each worker the site's tests come before the short ones."""
     pytester.makeconftest(Path(__file__).with_name("conftest.py").read_text(encoding="utf8"))
     log = pytester.path / "order.log"
     record = f"""import os
@@ -110,7 +110,8 @@ def record(name):
         test_alpha="from record import record\n\n\n"
         + "".join(f"def test_{i}():\n    record('alpha{i}')\n\n\n" for i in range(8)),
     )
-    pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider").assert_outcomes(passed=16)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # xdist alone: a lighter start
+    pytester.runpytest_subprocess("-p", "xdist.plugin", "-n", "2", "-p", "no:cacheprovider").assert_outcomes(passed=16)
     workers: dict[str, list[str]] = {}
     for line in log.read_text().splitlines():
         worker, name = line.split()
@@ -119,5 +120,5 @@ def record(name):
     (first,) = [names for names in workers.values() if "homework0" in names]
     assert first[0] == "homework0", "the homework goes first"
     for names in workers.values():
-        sites = [i for i, name in enumerate(names) if name.startswith("site")]
-        assert not sites or all(name.startswith("site") for name in names[sites[0] :]), names
+        ranks = [("homework", "site", "alpha").index(name.rstrip("0123456789")) for name in names]
+        assert ranks == sorted(ranks), names
