@@ -42,8 +42,8 @@ check: lint
 	$(BIN)/pytest $(XDIST) -m "not ($(TIERS))" tests
 
 # One pytest run on both cores (two workers; tests/conftest.py says in what order they take the work) while the
-# book builds beside it; the tests of the built site come last and wait for the build's exit status in
-# $BOOK_STATUS. Coverage is measured in the two workers (pyproject.toml, [tool.coverage.run]).
+# book builds beside it; a test of the built site waits for the build's exit status in $BOOK_STATUS. Coverage is
+# measured in the two workers (pyproject.toml, [tool.coverage.run]).
 test: lint
 	rm -f .coverage .coverage.* _build/book.status
 	mkdir -p _build; \
