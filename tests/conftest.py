@@ -127,6 +127,7 @@ def pytest_unconfigure(config):
         config.stash[COVERAGE].save()
 
 
+@pytest.hookimpl(tryfirst=True)  # before the fixtures (the site's server) are set up
 def pytest_runtest_setup(item):
     if item.get_closest_marker("book"):
         wait_for_the_book()

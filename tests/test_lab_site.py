@@ -15,21 +15,14 @@ from __future__ import annotations
 import functools
 import http.server
 import threading
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 from lab_parity import LOGIT_TOLERANCE, STEPS, trajectories
-from test_site import NEXT_FRAME, OVERFLOW, WINDOW_WIDTHS
+from test_site import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, SITE, TIMEOUT_MS, WINDOW_WIDTHS
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
-SCREENSHOTS = ROOT / "_build" / "screenshots" / "site"
-LAB_PAGE = "notebooks/11-bandit-lab.html"
-TIMEOUT_MS = 30_000
 
 # Replays each case with the page's engine; returns per case the first step whose actions differ and the largest
 # logit error over the steps before it.
