@@ -14,8 +14,9 @@ Each submission is graded against its autograder zip (``DIST/NAME/autograder/``)
 by a worker process (``grade_worker.py``, started once per ``--jobs`` slot in the
 environment of ``--python``), in a working directory of its own that holds only
 a fresh, read-only copy of the tests and of the autograder's files. Its kernel
-runs in its own PID namespace as an unprivileged user of its own (``sandbox.py``)
-when the grader runs as root; otherwise as the grader's user (a warning says so).
+runs in its own PID namespace as an unprivileged user of its own (``sandbox.py``),
+forked by ``zygote.py`` with ipykernel, otter and numpy already imported, when the
+grader runs as root; otherwise as the grader's user (a warning says so).
 After ``--timeout`` seconds the kernel's whole process group is killed.
 
 ``OUT`` (default ``DIST/grades``) receives, row by row as submissions finish:
@@ -53,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -227,8 +229,8 @@ def sandboxed() -> bool:
     return os.geteuid() == 0 and shutil.which("unshare") is not None
 
 
-def write_kernelspecs(jupyter_dir: Path, python: str, jobs: int) -> list[str]:
-    """One kernelspec per job slot (its own sandbox user); their names."""
+def write_kernelspecs(jupyter_dir: Path, python: str, jobs: int, zygote: Path | None) -> list[str]:
+    """One kernelspec per job slot (its own sandbox user, its kernel forked by ``zygote`` if any); their names."""
     names = []
     for slot in range(jobs):
         name = f"grade-sandbox-{slot}"
@@ -237,6 +239,7 @@ def write_kernelspecs(jupyter_dir: Path, python: str, jobs: int) -> list[str]:
         launch = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         if sandboxed():
             sandbox = [python, str(HOMEWORK / "sandbox.py"), str(UID_BASE + slot), "{connection_file}"]
+            sandbox += [str(zygote)] if zygote else []
             namespace = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
             launch = ["setpriv", "--pdeathsig", "KILL", "--", *namespace, *sandbox]  # dies with its worker
         kernel = {"argv": launch, "display_name": "Python 3 (grading sandbox)", "language": "python"}
@@ -317,12 +320,25 @@ class Workers:
     def __init__(self, python: str, jobs: int, scratch: Path, timeout: float):
         self.python, self.scratch, self.timeout = python, scratch, timeout
         jupyter = scratch / "jupyter"
-        self.kernels = write_kernelspecs(jupyter, python, jobs)
         self.env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         self.env.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONNOUSERSITE="1")
+        self.zygote = self._start_zygote() if sandboxed() else None
+        self.kernels = write_kernelspecs(jupyter, python, jobs, self.zygote and Path(self.zygote.args[-1]))
         self.free = list(range(jobs))
         self.lock = threading.Lock()
         self.processes: dict[int, tuple[subprocess.Popen, io.TextIOWrapper]] = {}
+
+    def _start_zygote(self) -> subprocess.Popen:
+        """``zygote.py``, which forks every kernel with ipykernel, otter and numpy already imported."""
+        socket_path = self.scratch / "runtime" / "zygote.sock"  # runtime/ is root's alone
+        log = (self.scratch / "zygote.log").open("ab")
+        command = [self.python, str(HOMEWORK / "zygote.py"), str(socket_path)]
+        zygote = subprocess.Popen(command, stdout=log, stderr=log, env=self.env, start_new_session=True)
+        while not socket_path.exists():  # it listens before it imports: a kernel asked for early waits in line
+            if zygote.poll() is not None:
+                raise RuntimeError(f"zygote.py exited: {(self.scratch / 'zygote.log').read_text()}")
+            time.sleep(0.005)
+        return zygote
 
     def _start(self, slot: int):
         read, write = os.pipe()
@@ -404,6 +420,9 @@ class Workers:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=30)
             self._stop(slot)
+        if self.zygote:
+            self.zygote.kill()
+            self.zygote.wait()
 
 
 def _readline(handle, timeout: float) -> str:

@@ -601,6 +601,79 @@ def test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop(dist, gra
     assert _scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
 
 
+# ---------------------------------------------------------------- kernels forked by the zygote
+
+# What a kernel can see of how it was started, with the submission's folder written CWD.
+KERNEL_PROBE = """\
+import sys
+
+started_warm = "otter" in sys.modules and "numpy" in sys.modules
+import json, logging, os, pdb, re, signal, tempfile, threading, doctest, numpy, otter  # as a submission does
+from ipykernel.kernelapp import IPKernelApp
+
+app, cwd, ours = IPKernelApp.instance(), os.getcwd(), "JUPYTER_PATH"  # the test's, one per kind of kernel
+logging.getLogger("otter.check").warning("reaches the notebook")
+here = lambda text: str(text).replace(cwd, "CWD")
+status = dict(line.split(":\\t") for line in open("/proc/self/status").read().splitlines())
+print(json.dumps({
+    "warm": started_warm,
+    "ids": [os.getpid(), os.getppid(), os.getuid(), os.getgid(), os.getgroups()],
+    "processes": sorted(name for name in os.listdir("/proc") if name.isdigit()),
+    "privileges": [status[key] for key in ("NoNewPrivs", "CapEff", "CapPrm")],
+    "argv": [here(arg) for arg in sys.argv], "path": [here(entry) for entry in sys.path],
+    "main": sys.modules["__main__"].__name__, "cwd": here(cwd), "temp": here(tempfile.gettempdir()),
+    "environment": {key: here(value) for key, value in os.environ.items() if key not in ("JPY_PARENT_PID", ours)},
+    "signals": [str(signal.getsignal(number)) for number in (signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE)],
+    "threads": sorted(thread.name.split(" ")[0].rstrip("-0123456789") for thread in threading.enumerate()),
+    "files": sorted(re.sub("[0-9]+", "N", here(os.readlink(f"/proc/self/fd/{fd}")))
+                    for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")),
+    "mounts": sorted(line.split()[1] for line in open("/proc/self/mounts")),
+    "pdb": [pdb.Pdb.__name__, doctest._OutputRedirectingPdb.__mro__[1].__name__],
+    "parent_poller": type(getattr(app, "poller", None)).__name__, "stdout": type(sys.stdout).__name__,
+    "flags": str(sys.flags), "warnings": len(__import__("warnings").filters),
+}))
+"""
+
+
+def _probe_kernel(kernel: str, jupyter: Path, workdir: Path, monkeypatch) -> tuple[dict, str]:
+    """What :data:`KERNEL_PROBE` prints in a kernel of ``kernel``'s spec started in ``workdir``, and its stderr."""
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("JUPYTER_PATH", str(jupyter))
+    monkeypatch.setenv("PYTHONNOUSERSITE", "1")  # as in the grader's workers, which start the kernels
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_PROBE)])
+    NotebookClient(notebook, kernel_name=kernel, timeout=120, resources={"metadata": {"path": str(workdir)}}).execute()
+    streams = {output.name: output.text for output in notebook.cells[0].outputs}
+    return json.loads(streams["stdout"]), streams.get("stderr", "")
+
+
+@pytest.mark.homework
+def test_a_kernel_forked_by_the_zygote_starts_as_a_fresh_one(monkeypatch):
+    """The same probe in a kernel that started afresh and in one forked by ``zygote.py``: only the warm modules
+    differ (and the submission's folder, written CWD). Each runs in the grader's sandbox as slot 0's user."""
+    assert grade.sandboxed(), "the grader's sandbox needs root and util-linux's unshare"
+    scratch = grade.prepare_scratch(Path(tempfile.mkdtemp(prefix="grade-probe-")))  # the sandbox user passes through
+    workers = grade.Workers(sys.executable, 1, scratch, timeout=120)
+    try:
+        seen = {}
+        for how, zygote in (("fresh", None), ("forked", workers.zygote.args[-1])):
+            jupyter = scratch / f"jupyter-{how}"
+            (kernel,) = grade.write_kernelspecs(jupyter, sys.executable, 1, zygote and Path(zygote))
+            workdir = scratch / "work" / how
+            (workdir / "scratch").mkdir(parents=True)
+            os.chown(workdir / "scratch", grade.UID_BASE, grade.UID_BASE)
+            seen[how] = _probe_kernel(kernel, jupyter, workdir, monkeypatch)
+    finally:
+        workers.close()
+        shutil.rmtree(scratch)
+    (fresh, fresh_log), (forked, forked_log) = seen["fresh"], seen["forked"]
+    assert (fresh.pop("warm"), forked.pop("warm")) == (False, True)
+    assert forked == fresh
+    assert "reaches the notebook" in fresh_log and "reaches the notebook" in forked_log
+    assert fresh["ids"][:3] == [1, 0, grade.UID_BASE] and fresh["processes"] == ["1"]
+
+
 # ---------------------------------------------------------------- the zip anywhere
 
 
