@@ -625,8 +625,9 @@ print(json.dumps({
     "environment": {key: here(value) for key, value in os.environ.items() if key not in ("JPY_PARENT_PID", ours)},
     "signals": [str(signal.getsignal(number)) for number in (signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE)],
     "threads": sorted(thread.name.split(" ")[0].rstrip("-0123456789") for thread in threading.enumerate()),
-    "files": sorted(re.sub("[0-9]+", "N", here(os.readlink(f"/proc/self/fd/{fd}")))
-                    for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")),
+    "files": sorted(name for name in (re.sub("[0-9]+", "N", here(os.readlink(f"/proc/self/fd/{fd}")))
+                                      for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}"))
+                    if not name.endswith("-journal")),  # open while IPython's history thread writes
     "mounts": sorted(line.split()[1] for line in open("/proc/self/mounts")),
     "pdb": [pdb.Pdb.__name__, doctest._OutputRedirectingPdb.__mro__[1].__name__],
     "parent_poller": type(getattr(app, "poller", None)).__name__, "stdout": type(sys.stdout).__name__,
