@@ -189,3 +189,12 @@ def browser():
         browser = playwright.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def site():
+    """Base URL of the built site (``_build/html``), served on 127.0.0.1 once per test worker."""
+    from site_browser import serve_site
+
+    with serve_site() as base:
+        yield base

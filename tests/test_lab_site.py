@@ -12,15 +12,10 @@ error, also with the browser offline; (4) fit the window at every width from
 
 from __future__ import annotations
 
-import functools
-import http.server
-import threading
-from urllib.parse import urlsplit
-
 import numpy as np
 import pytest
 from lab_parity import LOGIT_TOLERANCE, STEPS, trajectories
-from test_site import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, SITE, TIMEOUT_MS, WINDOW_WIDTHS
+from site_browser import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 
@@ -39,63 +34,28 @@ PARITY = """(cases) => cases.map((c) => {
 })"""
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
-def site():
-    """Base URL of ``_build/html`` served on a free port of 127.0.0.1."""
-    assert (SITE / LAB_PAGE).is_file(), f"{SITE} is not built: run `make book` first"
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(SITE)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-class Watch:
-    """Console errors, uncaught exceptions, failed requests and requests to other hosts of one page."""
-
-    def __init__(self, page, base: str):
-        self.errors: list[str] = []
-        self.foreign: list[str] = []
-        self.failed: list[str] = []
-        self.requests: list[str] = []
-        host = urlsplit(base).netloc
-        page.on("console", lambda msg: msg.type == "error" and self.errors.append(msg.text))
-        page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        page.on("requestfailed", lambda request: self.failed.append(request.url))
-        page.on("response", lambda response: response.status >= 400 and self.failed.append(response.url))
-
-        def request(request):
-            parts = urlsplit(request.url)
-            if parts.scheme not in ("http", "https", "ws", "wss"):
-                return  # blob: and data: URLs are the page's own memory (the widget snapshot's ES module), no request
-            self.requests.append(request.url)
-            if parts.netloc != host:
-                self.foreign.append(request.url)
-
-        page.on("request", request)
-
-    def assert_clean(self):
-        assert self.foreign == [], "requests left the site"
-        assert self.failed == [], "requests failed"
-        assert self.errors == [], "console errors"
-
-
-@pytest.fixture
-def lab_page(browser, site):
+def lab_tab(browser):
+    """One tab for the lab's tests, as a reader keeps one: the page's scripts stay cached between its loads."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
-    watch = Watch(page, site)
-    page.goto(site + LAB_PAGE, wait_until="load")
-    page.wait_for_load_state("networkidle")
-    page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
-    yield page, watch, context
+    yield page, context
     context.close()
+
+
+@pytest.fixture
+def lab_page(lab_tab, site):
+    """The §11 page loaded afresh (a new lab at step 0), with a log of what it does while the test plays."""
+    page, context = lab_tab
+    context.set_offline(False)
+    log = PageLog(page)
+    page.goto(site + LAB_PAGE, wait_until="load")
+    page.wait_for_load_state("networkidle")  # before a test takes the browser offline
+    page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
+    yield page, log, context
+    log.detach()
+    context.set_offline(False)
 
 
 def live(page):
@@ -128,8 +88,8 @@ def engine_logits(page) -> np.ndarray:
     return np.array(page.evaluate("() => GRPOLab.labs[0].run.logits"))
 
 
-def test_the_page_engine_replays_grpo_core_runs(lab_page):
-    page, watch, context = lab_page
+def test_the_page_engine_replays_grpo_core_runs(lab_page, site):
+    page, log, context = lab_page
     context.set_offline(True)
     cases = trajectories()
     results = page.evaluate(PARITY, cases)
@@ -137,11 +97,11 @@ def test_the_page_engine_replays_grpo_core_runs(lab_page):
         assert result["mismatch"] is None, f"seed {case['seed']} {case['config']}: actions differ at step {result}"
         assert result["steps"] == STEPS
         assert result["worst"] <= LOGIT_TOLERANCE, f"seed {case['seed']} {case['config']}: logits off by {result}"
-    watch.assert_clean()
+    log.assert_clean(site)
 
 
-def test_the_page_says_which_engine_runs_and_how_to_reproduce_it(lab_page):
-    page, watch, _ = lab_page
+def test_the_page_says_which_engine_runs_and_how_to_reproduce_it(lab_page, site):
+    page, log, _ = lab_page
     lab = live(page)
     assert "JavaScript engine" in lab.locator(".grpo-lab-engine").inner_text()
     assert lab.locator(".grpo-lab-reproduce code").inner_text() == (
@@ -154,11 +114,11 @@ def test_the_page_says_which_engine_runs_and_how_to_reproduce_it(lab_page):
     assert snapshot.locator(".grpo-lab-views .grpo-lab-step .grpo-card-value").inner_text() == "5", (
         "the saved widget snapshot (five recorded steps) is drawn by the same view module"
     )
-    watch.assert_clean()
+    log.assert_clean(site)
 
 
-def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
-    page, watch, context = lab_page
+def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
+    page, log, context = lab_page
     context.set_offline(True)
     lab = live(page)
     assert card(page, "step") == "0" and card(page, "pB") == "0.250" and card(page, "mean") == "—"
@@ -238,19 +198,19 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page):
             break
     assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
     assert slots(page) == box, "the banner, the group and the progress bar keep their slots: nothing below moved"
-    watch.assert_clean()
+    log.assert_clean(site)
 
 
-def test_no_request_while_playing_offline(lab_page):
-    page, watch, context = lab_page
-    before = len(watch.requests)
+def test_no_request_while_playing_offline(lab_page, site):
+    page, log, context = lab_page
+    before = len(log.requests)
     context.set_offline(True)
     lab = live(page)
     for button in ("sample", "step", "reset", "sharpen", "step"):
         lab.locator(f"button.grpo-lab-{button}").click()
     assert card(page, "step") == "1"
-    assert watch.requests[before:] == [], "the lab fetched something while being played"
-    watch.assert_clean()
+    assert log.requests[before:] == [], "the lab fetched something while being played"
+    log.assert_clean(site)
 
 
 LAYOUT = """() => {
@@ -267,7 +227,7 @@ def test_the_lab_page_fits_every_width(browser, site):
     context = browser.new_context(viewport={"width": max(WINDOW_WIDTHS), "height": 900})
     page = context.new_page()
     try:
-        watch = Watch(page, site)
+        log = PageLog(page)
         page.goto(site + LAB_PAGE, wait_until="load")
         page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
         page.wait_for_selector(".cell_output .grpo-lab .grpo-lab-ledger li")
@@ -290,20 +250,20 @@ def test_the_lab_page_fits_every_width(browser, site):
             if width in (390, 1920):
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 live(page).screenshot(path=str(SCREENSHOTS / f"lab-live-{width}.png"))
-        watch.assert_clean()
+        log.assert_clean(site)
     finally:
         context.close()
 
 
-def test_screenshot_of_the_live_lab_at_1400_px(lab_page):
-    page, watch, _ = lab_page
+def test_screenshot_of_the_live_lab_at_1400_px(lab_page, site):
+    page, log, _ = lab_page
     lab = live(page)
     lab.locator("button.grpo-lab-run").click()
     page.wait_for_function("() => GRPOLab.labs[0].run.history.length >= 30 && !GRPOLab.labs[0].running")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     lab.screenshot(path=str(SCREENSHOTS / "lab-live-1400.png"))
     assert lab.bounding_box()["width"] <= 1400
-    watch.assert_clean()
+    log.assert_clean(site)
 
 
 def test_without_javascript_the_page_says_where_the_snapshot_is(browser, site):
@@ -336,11 +296,11 @@ def assert_same_state(python, page, path="state"):
         assert python == page, path
 
 
-def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page):
+def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page, site):
     """The same clicks in the page and on grpo_core.lab.BanditLab give the same state, ledger included."""
     from grpo_core.lab import BanditLab
 
-    page, watch, _ = lab_page
+    page, log, _ = lab_page
     lab = live(page)
     reference = BanditLab(seed=0, frame_delay=0)
     click = lambda name: lab.locator(f"button.grpo-lab-{name}").click()  # noqa: E731
@@ -365,4 +325,4 @@ def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page):
     assert python.pop("engine").startswith("Python") and in_page.pop("engine").startswith("JavaScript")
     assert_same_state(python, in_page)
     assert len(in_page["ledger"]) == 12 and in_page["steps"] == 8
-    watch.assert_clean()
+    log.assert_clean(site)

@@ -19,27 +19,31 @@ defines it first. A screenshot of the first screen of each page, at 1400 and at
 
 from __future__ import annotations
 
-import functools
-import http.server
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
 from urllib.parse import quote_plus, urlsplit
 
 import pytest
 import yaml
+from site_browser import (
+    LAB_PAGE,
+    NEXT_FRAME,
+    OVERFLOW,
+    ROOT,
+    SCREENSHOTS,
+    SITE,
+    TIMEOUT_MS,
+    WINDOW_WIDTHS,
+    LoggingHandler,
+    PageLog,
+    served_errors,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
-SCREENSHOTS = ROOT / "_build" / "screenshots" / "site"
-LAB_PAGE = "notebooks/11-bandit-lab.html"
 # Pages Sphinx writes besides the ones listed in _toc.yml.
 GENERATED_PAGES = ("genindex.html", "py-modindex.html", "search.html")
 REDIRECT = "index.html"  # the site's entry point, forwarding to the landing page
-TIMEOUT_MS = 30_000
 
 
 def toc_pages() -> list[str]:
@@ -60,70 +64,6 @@ def toc_pages() -> list[str]:
 
 
 PAGES = [*toc_pages(), *GENERATED_PAGES]
-# Window widths of the sideways-scrolling check: small and large phones, tablets, the theme's breakpoints, laptops.
-WINDOW_WIDTHS = (360, 390, 768, 1024, 1100, 1280, 1920)
-
-
-class _LoggingHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves the site and keeps (path, status) of every request in ``served``, including the ones the browser
-    makes on its own (an icon), which Playwright's request events do not report."""
-
-    served: ClassVar[list[tuple[str, int]]] = []
-
-    def log_request(self, code="-", size="-"):
-        self.served.append((self.path, int(getattr(code, "value", code))))
-
-    def log_message(self, format, *args):
-        pass
-
-
-def _served_errors() -> list[str]:
-    return [f"{path} ({status})" for path, status in _LoggingHandler.served if status >= 400]
-
-
-@pytest.fixture(scope="module")
-def site():
-    """Base URL of ``_build/html`` served on a free port of 127.0.0.1."""
-    assert (SITE / "index.html").is_file(), f"{SITE} is not built: run `make book` first"
-    handler = functools.partial(_LoggingHandler, directory=str(SITE))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-class PageLog:
-    """What a page did while it loaded: console errors, requests, failures."""
-
-    def __init__(self, page):
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.failures: list[str] = []
-        self._page = page
-        self._listeners = {
-            "console": lambda msg: msg.type == "error" and self.errors.append(msg.text),
-            "pageerror": lambda exc: self.errors.append(str(exc)),
-            "request": lambda request: self.requests.append(request.url),
-            "requestfailed": lambda request: self.failures.append(f"{request.url} ({request.failure})"),
-            "response": lambda response: response.status >= 400 and self.failures.append(response.url),
-        }
-        for event, listener in self._listeners.items():
-            page.on(event, listener)
-
-    def detach(self) -> None:
-        """Stop listening (the page goes on to the next visit)."""
-        for event, listener in self._listeners.items():
-            self._page.remove_listener(event, listener)
-
-    def foreign_requests(self, base: str) -> list[str]:
-        host = urlsplit(base).netloc
-        return [
-            url
-            for url in self.requests
-            if urlsplit(url).scheme in ("http", "https", "ws", "wss") and urlsplit(url).netloc != host
-        ]
 
 
 @pytest.fixture
@@ -149,7 +89,7 @@ def reader(browser):
 def _open(page, url: str, *, idle: bool = True) -> PageLog:
     """Load ``url`` with a fresh log; with ``idle``, wait until the network has been quiet for 500 ms (:func:`visit`
     instead goes on listening through its measurements and resizes, and reads the logs at the end)."""
-    _LoggingHandler.served.clear()
+    LoggingHandler.served.clear()
     log = PageLog(page)
     page.goto(url, wait_until="load")
     if idle:
@@ -180,7 +120,6 @@ class Visit:
 
 
 _VISITS: dict[str, Visit] = {}
-NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
 
 
 def visit(reader, site: str, name: str) -> Visit:
@@ -208,15 +147,13 @@ def visit(reader, site: str, name: str) -> Visit:
             if width == NARROW:
                 layout[NARROW] = page.evaluate(LAYOUT)
                 _screenshot(page, f"{NARROW}px/{name}")
-        requests = (list(log.errors), log.foreign_requests(site), list(log.failures), _served_errors())
+        requests = (list(log.errors), log.foreign_requests(site), list(log.failures), served_errors())
     finally:
         log.detach()
     seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow)
     _VISITS[name] = seen
     return seen
 
-
-OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
 
 # Typeset math (every .math element holds an mjx-container, no TeX error) and
 # the text of the page outside code, which must not show TeX delimiters.
@@ -644,13 +581,13 @@ def test_every_page_names_the_site_icon():
 
 
 def test_the_first_visit_requests_nothing_missing(page, site):
-    _LoggingHandler.served.clear()
+    LoggingHandler.served.clear()
     page.goto(site)
     page.wait_for_url(site + toc_pages()[0])
     page.wait_for_load_state("networkidle")
     page.wait_for_function("() => document.fonts.status === 'loaded'")
     deadline = time.monotonic() + 10  # the browser asks for the icon on its own, after the page has loaded
-    while not any("favicon" in path for path, _ in _LoggingHandler.served) and time.monotonic() < deadline:
+    while not any("favicon" in path for path, _ in LoggingHandler.served) and time.monotonic() < deadline:
         page.wait_for_timeout(100)
-    assert any("favicon" in path for path, _ in _LoggingHandler.served), "the browser never asked for the icon"
-    assert _served_errors() == []
+    assert any("favicon" in path for path, _ in LoggingHandler.served), "the browser never asked for the icon"
+    assert served_errors() == []

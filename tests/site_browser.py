@@ -1,0 +1,89 @@
+"""The built site as the browser tests see it: where it is, its local server, and what a page did.
+
+Shared by ``test_site.py`` (every page) and ``test_lab_site.py`` (the live lab of §11);
+``conftest.py`` serves the site once per test worker (the ``site`` fixture).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots" / "site"
+LAB_PAGE = "notebooks/11-bandit-lab.html"
+TIMEOUT_MS = 30_000
+# Window widths of the sideways-scrolling check: small and large phones, tablets, the theme's breakpoints, laptops.
+WINDOW_WIDTHS = (360, 390, 768, 1024, 1100, 1280, 1920)
+NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+NETWORK = ("http", "https", "ws", "wss")  # blob: and data: URLs are the page's own memory, not requests
+
+
+class LoggingHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site and keeps (path, status) of every request in ``served``, including the ones the browser
+    makes on its own (an icon), which Playwright's request events do not report."""
+
+    served: ClassVar[list[tuple[str, int]]] = []
+
+    def log_request(self, code="-", size="-"):
+        self.served.append((self.path, int(getattr(code, "value", code))))
+
+    def log_message(self, format, *args):
+        pass
+
+
+def served_errors() -> list[str]:
+    return [f"{path} ({status})" for path, status in LoggingHandler.served if status >= 400]
+
+
+@contextlib.contextmanager
+def serve_site() -> Iterator[str]:
+    """Base URL of ``_build/html`` served on a free port of 127.0.0.1."""
+    assert (SITE / "index.html").is_file(), f"{SITE} is not built: run `make book` first"
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(LoggingHandler, directory=str(SITE)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class PageLog:
+    """What a page did while this log listened: console errors, network requests, failed requests."""
+
+    def __init__(self, page):
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.failures: list[str] = []
+        self._page = page
+        self._listeners = {
+            "console": lambda msg: msg.type == "error" and self.errors.append(msg.text),
+            "pageerror": lambda exc: self.errors.append(str(exc)),
+            "request": lambda request: urlsplit(request.url).scheme in NETWORK and self.requests.append(request.url),
+            "requestfailed": lambda request: self.failures.append(f"{request.url} ({request.failure})"),
+            "response": lambda response: response.status >= 400 and self.failures.append(response.url),
+        }
+        for event, listener in self._listeners.items():
+            page.on(event, listener)
+
+    def detach(self) -> None:
+        """Stop listening (the page goes on to the next visit)."""
+        for event, listener in self._listeners.items():
+            self._page.remove_listener(event, listener)
+
+    def foreign_requests(self, base: str) -> list[str]:
+        return [url for url in self.requests if urlsplit(url).netloc != urlsplit(base).netloc]
+
+    def assert_clean(self, base: str) -> None:
+        assert self.foreign_requests(base) == [], "requests left the site"
+        assert self.failures == [], "requests failed"
+        assert self.errors == [], "console errors"
