@@ -16,8 +16,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trl import GRPOTrainer
-from trl.trainer.utils import nanstd
 
 from grpo_core.advantages import group_advantages, rloo_advantages
 from grpo_core.kl import kl_k1, kl_k2, kl_k3, kl_k3_plus, kl_k3_ratio
@@ -34,6 +32,8 @@ def trl_advantages(rewards, num_generations, scale_rewards="group"):
     cannot run without a model. It calls TRL's real ``nanstd`` (Bessel-corrected).
     The real trainer's advantages are checked in ``tests/test_trl_bridge.py``.
     """
+    from trl.trainer.utils import nanstd  # TRL takes 4 s to import: only the tests that call it pay that
+
     mean = rewards.view(-1, num_generations).mean(dim=1).repeat_interleave(num_generations, dim=0)
     if scale_rewards in ["group", "none"]:
         std = nanstd(rewards.view(-1, num_generations), dim=1).repeat_interleave(num_generations, dim=0)
@@ -56,6 +56,8 @@ def trl_loss(per_token_logps, old_per_token_logps, ref_per_token_logps, advantag
     ``_get_per_token_logps_and_entropies`` returns ``per_token_logps`` instead
     of running a model. Returns the loss and the metrics TRL logged.
     """
+    from trl import GRPOTrainer
+
     batch, width = per_token_logps.shape
     state = SimpleNamespace(
         top_entropy_quantile=1.0,

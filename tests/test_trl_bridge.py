@@ -7,10 +7,10 @@ of every step against ``grpo_core``. A TRL upgrade that changes a formula fails
 with the name of the quantity that moved, the setting and the step.
 """
 
+import importlib
+
 import pytest
 import torch
-
-from grpo_core.sequence import trl_bridge as bridge
 
 # transformers 5.24 warns about its own renames (gradient_checkpointing → activation_checkpointing) inside TRL
 pytestmark = pytest.mark.filterwarnings("ignore:.*checkpointing.*:FutureWarning")
@@ -29,19 +29,26 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
+def bridge():
+    """``grpo_core.sequence.trl_bridge``, imported here: with TRL, transformers and datasets it takes 4 s, which a
+    module-level import would cost every test process at collection."""
+    return importlib.import_module("grpo_core.sequence.trl_bridge")
+
+
+@pytest.fixture(scope="module")
+def model_dir(bridge, tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # a 19k-parameter model: one thread, as in the notebook
     yield bridge.save_model_and_tokenizer(tmp_path_factory.mktemp("tiny-llama"), seed=0)
     torch.set_num_threads(threads)
 
 
-def train(model_dir, tmp_path, **overrides):
+def train(bridge, model_dir, tmp_path, **overrides):
     config = bridge.bridge_config(tmp_path / "run", max_steps=2, **overrides)
     return config, bridge.run(config, model_dir, quiet=True)
 
 
-def moved_quantities(config, trainer):
+def moved_quantities(bridge, config, trainer):
     return [
         f"{name} at step {record.step}: TRL {theirs!r}, grpo_core {ours!r}"
         for record in trainer.records
@@ -51,18 +58,18 @@ def moved_quantities(config, trainer):
 
 
 @pytest.mark.parametrize("overrides", SETTINGS.values(), ids=SETTINGS.keys())
-def test_grpo_core_reproduces_every_logged_quantity(model_dir, tmp_path, overrides):
-    config, trainer = train(model_dir, tmp_path, **overrides)
+def test_grpo_core_reproduces_every_logged_quantity(bridge, model_dir, tmp_path, overrides):
+    config, trainer = train(bridge, model_dir, tmp_path, **overrides)
     assert [record.step for record in trainer.records] == [1, 2]
     compared = {name for record in trainer.records for name, *_ in bridge.compare(record, config)}
     expected = {"advantages", "grad", "loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
     assert compared == expected | ({"kl"} if config.beta > 0 else set())
-    assert moved_quantities(config, trainer) == []
+    assert moved_quantities(bridge, config, trainer) == []
 
 
-def test_the_second_iteration_is_off_policy_and_clips(model_dir, tmp_path):
+def test_the_second_iteration_is_off_policy_and_clips(bridge, model_dir, tmp_path):
     # without ratios != 1 the clip comparison would be vacuous: step 1 is on-policy, step 2 is not
-    _, trainer = train(model_dir, tmp_path)
+    _, trainer = train(bridge, model_dir, tmp_path)
     first, second = trainer.records
     assert torch.equal(first.old_logps, first.logps)  # same weights, same inputs: ratio exactly 1
     assert float((second.logps - second.old_logps).abs().max()) > 0.1
@@ -70,9 +77,9 @@ def test_the_second_iteration_is_off_policy_and_clips(model_dir, tmp_path):
     assert second.logged["kl"] > 0
 
 
-def test_trl_default_kl_is_the_ratio_weighted_k3(model_dir, tmp_path):
+def test_trl_default_kl_is_the_ratio_weighted_k3(bridge, model_dir, tmp_path):
     # TRL 1.16.0's use_bias_correction_kl=True: recomputing with plain k3 must NOT reproduce TRL's gradient
-    config, trainer = train(model_dir, tmp_path)
+    config, trainer = train(bridge, model_dir, tmp_path)
     record = trainer.records[1]
     assert config.use_bias_correction_kl is True
     plain = bridge.recompute(record, bridge.bridge_config(tmp_path / "run", use_bias_correction_kl=False))
@@ -80,11 +87,11 @@ def test_trl_default_kl_is_the_ratio_weighted_k3(model_dir, tmp_path):
     assert not bridge.agrees(record.logged["kl"], abs(plain["kl"] - record.logged["kl"]))
 
 
-def test_sequence_level_loss_agrees_but_trl_counts_clips_per_sequence(model_dir, tmp_path):
+def test_sequence_level_loss_agrees_but_trl_counts_clips_per_sequence(bridge, model_dir, tmp_path):
     # importance_sampling_level="sequence": loss, gradient and KL agree; TRL's clip fractions are over
     # sequences ((B, 1) flags), grpo_token_loss's over tokens (the sequence ratio broadcast)
-    config, trainer = train(model_dir, tmp_path, importance_sampling_level="sequence")
-    moved = {line.split(" at ")[0] for line in moved_quantities(config, trainer)}
+    config, trainer = train(bridge, model_dir, tmp_path, importance_sampling_level="sequence")
+    moved = {line.split(" at ")[0] for line in moved_quantities(bridge, config, trainer)}
     assert moved <= {"clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
     record = trainer.records[1]
     ratio = torch.exp(((record.logps - record.old_logps) * record.mask).sum(-1) / record.mask.sum(-1))
