@@ -14,14 +14,21 @@ LINTED := src tests bench notebooks homework book/_ext
 
 venv: $(STAMP)
 
+# Python keeps the bytecode it compiles (in the venv's and the project's gitignored __pycache__ folders) whatever
+# the environment says: with PYTHONDONTWRITEBYTECODE set, as on the machines these targets were measured on, every
+# process of `make test` (two test workers, thirty kernels, otter, Sphinx) compiled each module it imported.
+unexport PYTHONDONTWRITEBYTECODE
+
 # pip installs the pinned torch (pip's configuration is what finds a machine's CPU wheel of it; uv reads only its
-# own) and uv; uv installs everything else, compiled to bytecode now (the grading sandbox runs as another user and
-# could not write it on first import): 43 s where pip alone takes 85 (bench/bench_install.py).
+# own) and uv; uv installs everything else. A module is compiled to bytecode when it is first imported, not up
+# front: compiling all of site-packages took 30 CPU-s, mostly for modules nothing imports (bench/bench_install.py).
+# The grading sandbox's user cannot write bytecode, but its kernels are forked by homework/zygote.py, which has
+# imported as root what they all import.
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): requirements.txt requirements-practice.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-deps $$(grep -E '^(torch|uv)==' requirements.txt)
-	$(UV) --compile-bytecode -r requirements.txt -r requirements-practice.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-compile $$(grep -E '^(torch|uv)==' requirements.txt)
+	$(UV) -r requirements.txt -r requirements-practice.txt
 	$(UV) --no-deps --no-build-isolation -e .
 	touch $@
 

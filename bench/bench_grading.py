@@ -9,8 +9,10 @@ per submission):
 * ``otter run`` — one process per submission, as the old ``grade.py`` did: a new
   Python that imports otter, unpacks the zip and starts a kernel;
 * ``grade.py`` worker — one long-lived worker (otter imported once); each
-  submission gets a fresh sandbox directory and kernel. Its first submission
-  includes starting the worker.
+  submission gets a fresh sandbox directory and kernel, started afresh or
+  forked by ``homework/zygote.py`` (ipykernel, otter and numpy already
+  imported). Its first submission includes starting the worker (and the zygote's
+  imports, which run beside it).
 
 Also the cost that the worker avoids: starting Python and importing what
 ``otter run`` imports (median of 3 fresh interpreters).
@@ -64,26 +66,30 @@ def main(count: int) -> None:
             for _ in range(count)
         ]
         scratch.chmod(0o711)
-        work = scratch / "grade"
-        work.mkdir()
-        grade.prepare_scratch(work)
-        graders = grade.load_autograders(dist, work)
-        workers = grade.Workers(sys.executable, 1, work, 600.0)
         notebook = nbformat.read(submission, as_version=4)
-        new = []
-        try:
-            for _ in range(count):
-                started = time.perf_counter()
-                answer = workers.run(notebook, graders[NAME])
-                new.append(time.perf_counter() - started)
-                assert "error" not in answer, answer
-        finally:
-            workers.close()
+        timings = {}
+        for warm in (False, True):
+            work = scratch / f"grade-{warm}"
+            work.mkdir()
+            grade.prepare_scratch(work)
+            graders = grade.load_autograders(dist, work)
+            workers = grade.Workers(sys.executable, 1, work, 600.0, warm=warm)
+            timings[warm] = []
+            try:
+                for _ in range(count):
+                    started = time.perf_counter()
+                    answer = workers.run(notebook, graders[NAME])
+                    timings[warm].append(time.perf_counter() - started)
+                    assert "error" not in answer, answer
+            finally:
+                workers.close()
     print(f"Grading {NAME} (reference solutions), one submission at a time, {count} submissions each\n")
     print("| method | first submission (s) | each further submission, median (s) |")
     print("|---|---|---|")
     print(f"| `otter run` per file (old) | {old[0]:.1f} | {statistics.median(old[1:] or old):.1f} |")
-    print(f"| `grade.py` worker, sandboxed | {new[0]:.1f} | {statistics.median(new[1:] or new):.1f} |")
+    for warm, label in ((False, "each kernel started afresh"), (True, "kernels forked by `zygote.py`")):
+        runs = timings[warm]
+        print(f"| `grade.py` worker, sandboxed, {label} | {runs[0]:.1f} | {statistics.median(runs[1:] or runs):.1f} |")
     print(f"\nStarting Python and importing otter's grading modules: {import_seconds():.1f} s (median of 3)")
 
 

@@ -317,12 +317,13 @@ def _read_only(path: Path) -> None:
 class Workers:
     """``jobs`` long-lived ``grade_worker.py`` processes; each grades one submission at a time."""
 
-    def __init__(self, python: str, jobs: int, scratch: Path, timeout: float):
+    def __init__(self, python: str, jobs: int, scratch: Path, timeout: float, *, warm: bool = True):
+        """``warm``: kernels are forked by ``zygote.py`` (when sandboxed), not started afresh."""
         self.python, self.scratch, self.timeout = python, scratch, timeout
         jupyter = scratch / "jupyter"
         self.env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         self.env.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONNOUSERSITE="1")
-        self.zygote = self._start_zygote() if sandboxed() else None
+        self.zygote = self._start_zygote() if sandboxed() and warm else None
         self.kernels = write_kernelspecs(jupyter, python, jobs, self.zygote and Path(self.zygote.args[-1]))
         self.free = list(range(jobs))
         self.lock = threading.Lock()
