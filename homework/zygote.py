@@ -10,15 +10,16 @@ and of Chromium's renderers). The zygote listens on ``SOCKET``, in a directory
 only root can enter, before it imports anything: a kernel asked for early waits
 for the imports, never longer.
 
-A connection comes from ``sandbox.py``: PID 1 of a fresh PID and mount namespace,
-still root. It sends the kernel's uid, connection file, working directory and
-environment as JSON, with its three standard streams. The zygote forks a child
-that enters the caller's mount and PID namespaces, forks the kernel there and
-exits, so that the kernel is adopted by ``sandbox.py`` and dies with its
-namespace like any process in it. The kernel starts a session of its own, takes
-the streams, drops to the uid for good, tells ``sandbox.py`` its PID and runs
-ipykernel's ``IPKernelApp`` as ``python -m ipykernel_launcher`` would, in that
-directory.
+A connection comes from ``sandbox.py``, still root, and must: it sends the
+kernel's uid, connection file, working directory and environment as JSON, with
+its three standard streams. The zygote forks a supervisor, which makes a PID and
+a mount namespace and forks the kernel into them as their PID 1. The kernel
+mounts its own ``/proc``, makes the interpreter reachable, starts a session of
+its own, takes the streams, drops to the uid for good and runs
+``ipykernel_launcher`` as ``python -m`` would, in that directory (:func:`warm`
+says how the imported modules are kept as a fresh kernel would import them).
+The supervisor passes interrupts on, kills the kernel (and so its namespace)
+when ``sandbox.py`` goes away, and sends ``sandbox.py`` its exit status.
 """
 
 from __future__ import annotations
@@ -165,16 +166,13 @@ def serve(server: socket.socket) -> None:
                 continue  # only sandbox.py, still root, may ask
             request, streams = receive(channel)
             if os.fork() == 0:
-                code = 1
                 try:
                     server.close()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # this one waits for its kernel
                     code = supervise(channel, request, streams)
                     with contextlib.suppress(OSError):  # sandbox.py may be gone already
                         channel.sendall(f"{code}\n".encode())
-                except (
-                    BaseException
-                ) as error:  # sandbox.py sees the channel close without "started": it starts a kernel
+                except BaseException as error:  # before "started", sandbox.py starts a kernel itself
                     print(f"zygote: {error!r}", file=sys.stderr, flush=True)
                 finally:
                     os._exit(0)
