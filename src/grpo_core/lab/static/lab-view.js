@@ -155,7 +155,7 @@
     const low = Math.min(...state.rewards), high = Math.max(...state.rewards);
     return [
       [
-        `reward (raw): <tspan fill="${COLORS.muted}">group mean R</tspan> · <tspan fill="${COLORS.blue}">V^π</tspan>`,
+        `reward: <tspan fill="${COLORS.muted}">group mean R</tspan> · <tspan fill="${COLORS.blue}">V^π</tspan>`,
         [["mean_reward", COLORS.grey, 1.0], ["value", COLORS.blue, 1.8]],
         low,
         high,
