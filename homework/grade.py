@@ -323,15 +323,15 @@ class Workers:
         jupyter = scratch / "jupyter"
         self.env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
         self.env.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONNOUSERSITE="1")
-        self.zygote = self._start_zygote() if sandboxed() and warm else None
-        self.kernels = write_kernelspecs(jupyter, python, jobs, self.zygote and Path(self.zygote.args[-1]))
+        self.zygote_socket = scratch / "runtime" / "zygote.sock" if sandboxed() and warm else None  # root's alone
+        self.zygote = self._start_zygote(self.zygote_socket) if self.zygote_socket else None
+        self.kernels = write_kernelspecs(jupyter, python, jobs, self.zygote_socket)
         self.free = list(range(jobs))
         self.lock = threading.Lock()
         self.processes: dict[int, tuple[subprocess.Popen, io.TextIOWrapper]] = {}
 
-    def _start_zygote(self) -> subprocess.Popen:
+    def _start_zygote(self, socket_path: Path) -> subprocess.Popen:
         """``zygote.py``, which forks every kernel with ipykernel, otter and numpy already imported."""
-        socket_path = self.scratch / "runtime" / "zygote.sock"  # runtime/ is root's alone
         log = (self.scratch / "zygote.log").open("ab")
         command = [self.python, str(HOMEWORK / "zygote.py"), str(socket_path)]
         zygote = subprocess.Popen(command, stdout=log, stderr=log, env=self.env, start_new_session=True)

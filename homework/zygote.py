@@ -128,7 +128,7 @@ class CurrentStream:
 
     def __getattr__(self, attribute: str):
         stream = getattr(sys, self.name)
-        return getattr(sys.__dict__[f"__{self.name}__"] if stream is self else stream, attribute)
+        return getattr(getattr(sys, f"__{self.name}__") if stream is self else stream, attribute)
 
 
 def warm() -> None:

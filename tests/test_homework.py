@@ -658,9 +658,9 @@ def test_a_kernel_forked_by_the_zygote_starts_as_a_fresh_one(monkeypatch):
     workers = grade.Workers(sys.executable, 1, scratch, timeout=120)
     try:
         seen = {}
-        for how, zygote in (("fresh", None), ("forked", workers.zygote.args[-1])):
+        for how, zygote in (("fresh", None), ("forked", workers.zygote_socket)):
             jupyter = scratch / f"jupyter-{how}"
-            (kernel,) = grade.write_kernelspecs(jupyter, sys.executable, 1, zygote and Path(zygote))
+            (kernel,) = grade.write_kernelspecs(jupyter, sys.executable, 1, zygote)
             workdir = scratch / "work" / how
             (workdir / "scratch").mkdir(parents=True)
             os.chown(workdir / "scratch", grade.UID_BASE, grade.UID_BASE)
