@@ -30,40 +30,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import finite_array, is_torch, namespace, overflow_checked, probabilities, same_shape
-from grpo_core.clipping import _clamped, _ratio
-
-
-def _k3_of(log_rho):
-    """k3 = ρ - log ρ - 1 from the (clamped) log ρ, with ``expm1``: exactly 0 where the log-probs agree."""
-    return namespace(log_rho).expm1(log_rho) - log_rho
-
-
-def _k3(logp, ref_logp):
-    return _k3_of(_clamped(ref_logp - logp))
-
-
-def _k2(logp, ref_logp):
-    return 0.5 * (logp - ref_logp) ** 2
-
-
-def _log_probs(**named):
-    """Validate same-backend, same-shape log-probabilities; return them in the order given."""
-    arrays = {name: finite_array(value, name) for name, value in named.items()}
-    same_shape(**arrays)
-    return tuple(arrays.values())
+from grpo_core import _kernels as K
+from grpo_core._validate import arrays, overflow_checked, probabilities, same_shape
 
 
 def kl_k1(logp, ref_logp):
     r"""k1 = :math:`\log\pi_\theta(o) - \log\pi_\mathrm{ref}(o)`, unbiased, can be negative."""
-    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
     return overflow_checked(lambda: logp - ref_logp, "k1 = logp - ref_logp")
 
 
 def kl_k2(logp, ref_logp):
     r"""k2 = :math:`\tfrac12(\log\pi_\mathrm{ref}(o) - \log\pi_\theta(o))^2`, nonnegative, biased."""
-    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
-    return overflow_checked(lambda: _k2(logp, ref_logp), "k2 = (logp - ref_logp)**2 / 2")
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return overflow_checked(lambda: 0.5 * (logp - ref_logp) ** 2, "k2 = (logp - ref_logp)**2 / 2")
 
 
 def kl_k3(logp, ref_logp):
@@ -74,7 +54,8 @@ def kl_k3(logp, ref_logp):
     Written with ``expm1`` so that it is exactly 0 where the log-probs agree;
     the log-ratio is clamped to ±20 (module docstring).
     """
-    return _k3(*_log_probs(logp=logp, ref_logp=ref_logp))
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return K.k3(K.log_ratio(ref_logp, logp))
 
 
 def kl_k3_ratio(logp, ref_logp, old_logp):
@@ -86,21 +67,8 @@ def kl_k3_ratio(logp, ref_logp, old_logp):
     :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)]
     = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
     """
-    logp, ref_logp, old_logp = _log_probs(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
-    return _ratio(logp, old_logp) * _k3(logp, ref_logp)
-
-
-def _k3_plus_of(log_rho):
-    """k3's value, k2 = (log ρ)²/2's gradient (straight-through), from the (clamped) log ρ."""
-    k3 = _k3_of(log_rho)
-    if not is_torch(k3):
-        return k3
-    k2 = 0.5 * log_rho**2
-    return (k2 - k2.detach()) + k3.detach()
-
-
-def _k3_plus(logp, ref_logp):
-    return _k3_plus_of(_clamped(ref_logp - logp))
+    logp, ref_logp, old_logp = arrays(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
+    return K.ratio(logp, old_logp) * K.k3(K.log_ratio(ref_logp, logp))
 
 
 def kl_k3_plus(logp, ref_logp):
@@ -111,7 +79,8 @@ def kl_k3_plus(logp, ref_logp):
     ``(k2 - k2.detach()) + k3.detach()`` (verl's order of terms, so the value is
     k3 bit for bit); NumPy has no gradient and returns the k3 value.
     """
-    return _k3_plus(*_log_probs(logp=logp, ref_logp=ref_logp))
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return K.k3_plus(K.log_ratio(ref_logp, logp))
 
 
 def categorical_kl(p, q) -> np.ndarray:
@@ -119,8 +88,8 @@ def categorical_kl(p, q) -> np.ndarray:
 
     ``p`` may hold exact zeros (:math:`0\log 0 = 0`); ``q`` must be > 0 wherever ``p`` is.
     """
-    p = probabilities(p, "p", allow_zero=True)
-    q = probabilities(q, "q", allow_zero=True)
+    p = probabilities(p, "p")
+    q = probabilities(q, "q")
     same_shape(p=p, q=q)
     if bool(((q == 0) & (p > 0)).any()):
         raise ValueError("q must be > 0 wherever p > 0 (else KL(p||q) is infinite)")
@@ -131,5 +100,4 @@ def categorical_kl(p, q) -> np.ndarray:
 
 def entropy(p) -> np.ndarray:
     r"""Shannon entropy :math:`H(p) = -\sum_a p_a \log p_a` in nats, over the last axis (:math:`0\log 0 = 0`)."""
-    p = probabilities(p, "p", allow_zero=True)
-    return -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(axis=-1)
+    return K.entropy(probabilities(p, "p"))
