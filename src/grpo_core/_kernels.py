@@ -96,12 +96,17 @@ def kl_term(estimator: str, log_rho, r):
     return r * k3(log_rho) if estimator == "k3_ratio" else k3(log_rho)
 
 
+def clip_objective(logp, old_logp, advantages, low, high, delta):
+    r"""Eq. (7) with one action per sample: :math:`\mathrm{mean}(\min(r\hat A, \mathrm{clip}(r)\hat A))`."""
+    return overall_mean(surrogate(ratio(logp, old_logp), advantages, low, high, delta))
+
+
 def grpo_objective(logp, old_logp, ref_logp, advantages, low, high, beta, estimator, delta):
     r"""Eq. (9) with one action per sample: :math:`\mathrm{mean}(\min(r\hat A, \mathrm{clip}(r)\hat A))
     - \beta\,\mathrm{mean}(\mathrm{KL\ term})`."""
     r = ratio(logp, old_logp)
     kl = kl_term(estimator, log_ratio(ref_logp, logp), r)
-    return surrogate(r, advantages, low, high, delta).mean() - beta * kl.mean()
+    return overall_mean(surrogate(r, advantages, low, high, delta)) - beta * overall_mean(kl)
 
 
 def power_of_two(values, axis) -> np.ndarray:
@@ -114,6 +119,18 @@ def power_of_two(values, axis) -> np.ndarray:
     """
     peak = np.abs(values).max(axis=axis, keepdims=True)
     return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
+
+
+def unit(peak: float) -> float:
+    """A power of two ``s`` with ``peak / s`` in [1, 2) (1 for 0): dividing by it is exact."""
+    return math.ldexp(1.0, math.frexp(peak)[1] - 1) if 0 < peak < math.inf else 1.0
+
+
+def overall_mean(values):
+    """The mean of all entries of a NumPy array or tensor, summed at a power-of-two scale: finite whenever the
+    mean is representable, bit for bit ``values.mean()`` wherever that did not overflow."""
+    scale = unit(float(abs(values.detach() if is_torch(values) else values).max()))
+    return (values / scale).mean() * scale
 
 
 def mean(values, axis: int = -1):
@@ -137,7 +154,7 @@ def sequence_log_ratio(log_ratio, peak: float, lengths):
     ``inf - inf`` to NaN); dividing by a power of two is exact, so any sum that
     did not overflow is unchanged bit for bit.
     """
-    scale = math.ldexp(1.0, math.frexp(peak)[1] - 1) if peak > 0 else 1.0
+    scale = unit(peak)
     return clamped((log_ratio / scale).sum(-1, keepdim=True) / lengths.unsqueeze(-1) * scale)
 
 

@@ -155,10 +155,16 @@ def same_shape(**arrays) -> None:
         raise ValueError(f"shapes must match: {listed}")
 
 
+def _shown(value) -> str:
+    """``repr(value)``, cut to 80 characters (a message quoting a 10**6-character argument would bury it)."""
+    shown = repr(value)
+    return shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
+
+
 def real_number(value, name: str) -> float:
     """A finite real number: ints, floats and their NumPy types; never a bool, string or complex."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {_shown(value)}")
     try:
         value = float(value)
     except OverflowError:
@@ -196,7 +202,7 @@ def positive_int(value, name: str, *, minimum: int = 1, maximum: int = MAX_COUNT
     """An integer in ``[minimum, maximum]`` (a group size, a number of epochs: ``MAX_COUNT`` by default; a token
     count: ``MAX_TOKENS``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {_shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if value > maximum:
@@ -212,14 +218,14 @@ def seed_value(value, name: str = "seed") -> int:
 def boolean(value, name: str) -> bool:
     """``True`` or ``False`` (NumPy bools too), nothing else."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {_shown(value)}")
     return bool(value)
 
 
 def choice(value, name: str, options: tuple[str, ...]) -> str:
     """One of a fixed set of strings."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {_shown(value)}")
     return value
 
 

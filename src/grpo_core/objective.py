@@ -25,7 +25,7 @@ def clip_objective(
     logp, old_logp, advantages = arrays(logp=logp, old_logp=old_logp, advantages=advantages)
     low, high, delta = clip_band(eps_low, eps_high, delta)
     return overflow_checked(
-        lambda: K.surrogate(K.ratio(logp, old_logp), advantages, low, high, delta).mean(), "the mean of r·advantages"
+        lambda: K.clip_objective(logp, old_logp, advantages, low, high, delta), "the mean of r·advantages"
     )
 
 
