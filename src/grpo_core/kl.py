@@ -20,8 +20,8 @@ direction. Two production fixes restore the forward-KL gradient:
 Where :math:`\rho` is exponentiated, the log-ratio is clamped to
 ``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (:data:`grpo_core.clipping.LOG_RATIO_BOUND`), the bound verl 0.9.1 applies
 before every ``exp`` of a log-ratio (``kl_penalty_forward`` and
-``compute_policy_loss`` in ``verl/trainer/ppo/core_algos.py``): a value stays
-below :math:`e^{20}\approx 4.9\cdot10^8` instead of overflowing, and its
+``compute_policy_loss`` in ``verl/trainer/ppo/core_algos.py``): ρ and k3 stay
+below :math:`e^{20}\approx 4.9\cdot10^8` (r·k3 below :math:`e^{40}`) instead of overflowing, and its
 gradient is 0 beyond the bound (as a clamp's is). Log-probabilities of real
 policies rarely differ by more than 20 nats on a sampled token.
 """
@@ -66,6 +66,8 @@ def kl_k3_ratio(logp, ref_logp, old_logp):
     from :math:`\pi_{\theta_\mathrm{old}}`,
     :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)]
     = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
+    Both factors are clamped (r and k3 below :math:`e^{20}`), so r·k3 stays below
+    :math:`e^{40} \approx 2.4\cdot10^{17}`.
     """
     logp, ref_logp, old_logp = arrays(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
     return K.ratio(logp, old_logp) * K.k3(K.log_ratio(ref_logp, logp))
