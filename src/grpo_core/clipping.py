@@ -4,8 +4,10 @@ Each function acts element-wise on NumPy arrays or torch tensors (autograd
 flows through the torch path); one element is one token, or one bandit sample.
 
 The log-ratio is clamped to ±``LOG_RATIO_BOUND`` = ±20 before it is
-exponentiated, the bound verl 0.9.1 uses (``compute_policy_loss``:
-``torch.clamp(negative_approx_kl, min=-20.0, max=20.0)``): the ratio stays in
+exponentiated, the bound verl 0.9.1 uses on its token ratio (``compute_policy_loss_vanilla``:
+``torch.clamp(negative_approx_kl, min=-20.0, max=20.0)``; OpenRLHF 0.11.2's ``PolicyLoss``
+clamps the same, TRL 1.16.0 does not clamp; for GSPO's sequence ratio see
+:func:`sequence_importance_ratio`): the ratio stays in
 :math:`[e^{-20}, e^{20}]` instead of overflowing to inf, and its gradient is 0
 beyond the bound. Such a ratio is far outside any clip band, so the clipped
 surrogate is unchanged wherever its clip is active.
@@ -46,7 +48,12 @@ def sequence_importance_ratio(logps, old_logps, mask):
     the geometric mean of completion i's token ratios. ``logps``, ``old_logps``
     and ``mask`` (bool or 0/1) have shape ``(B, T)``; values at masked
     positions are never read (they may even be NaN). The mean log-ratio is
-    clamped to ±20 like every log-ratio here.
+    clamped to ±20 like every log-ratio here. Production bounds differ: TRL 1.16.0
+    does not clamp it, verl 0.9.1's ``compute_policy_loss_gspo`` clamps it from above
+    only, at 10, and OpenRLHF 0.11.2's GSPO mode does not clamp it: all agree while
+    the mean log-ratio stays within ±10. GSPO's paper clips this ratio to
+    [1 − 3e-4, 1 + 4e-4] (Zheng et al. 2025, §5.1), not eq. (7)'s ε = 0.2: a geometric
+    mean of many token ratios moves far less than one of them.
     """
     logps, old_logps, _, _, (_, keep, lengths) = token_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
     log_ratio, peak = masked_log_ratio(logps, old_logps, keep, "logps - old_logps")

@@ -10,9 +10,14 @@ that is broadcast to every one of its tokens. The per-token term is
           \,1+\varepsilon_\mathrm{high})\,\hat A_i\big) + \beta\,k_3(i,t)
 
 with :math:`r_{i,t}` the ratio of eq. (6) and :math:`k_3` the estimator of
-eq. (8). β enters here, per token, before any averaging (as in TRL, verl and
-OpenRLHF). ``loss_type`` then says how the masked terms are averaged — the
-only place where the trainers differ, and the source of length bias (§9):
+eq. (8). β enters here, per token, before any averaging, so the KL term is
+averaged exactly like the clipped term (as in TRL, and verl whose KL loss uses the
+same ``loss_agg_mode``). OpenRLHF 0.11.2 differs: it averages its KL loss per token
+in every mode (``aggregate_loss`` with its default ``token_level_loss=True``,
+``openrlhf/trainer/ray/ppo_actor.py`` line 331), so its "seq-mean-token-mean" is
+``grpo(β=0) + [bnpo(β) − bnpo(0)]`` in this function's terms
+(``tests/test_production_formulas.py``). ``loss_type`` then says how the masked
+terms are averaged — the source of length bias's per-token weights (§9):
 
 ``"grpo"``
     eq. (7): mean over each completion's own tokens, then over completions.
@@ -24,6 +29,9 @@ only place where the trainers differ, and the source of length bias (§9):
 ``"dr_grpo"``
     sum over all tokens / (B × ``max_completion_length``), a constant
     (Dr. GRPO, Liu et al. 2025): every token weighs :math:`1/(B\,L_\mathrm{max})`.
+    Pass ``max_completion_length``: its default, the padded width ``T``, is the
+    longest completion that happened to be drawn, which changes from batch to
+    batch, so the "constant" is then not one.
 ``"dapo"``
     sum / number of tokens in the *global* batch (DAPO, Yu et al. 2025). On
     one process it equals "bnpo"; a trainer that splits a batch over processes
@@ -163,8 +171,10 @@ def grpo_token_loss(
         ``eps_high=None`` means ``eps_low`` (symmetric).
     beta : the KL weight of eq. (9), >= 0.
     loss_type : {"grpo", "bnpo", "dr_grpo", "dapo"}, see the module docstring.
-    max_completion_length : the constant of "dr_grpo" (default ``T``); it must
-        be at least the longest completion.
+    max_completion_length : the constant :math:`L_\mathrm{max}` of "dr_grpo", the *configured*
+        maximum completion length (TRL's ``max_completion_length``); it must be at
+        least the longest completion. The default, the padded width ``T`` of this
+        batch, is kept for one-off calls but is not Dr. GRPO's constant: set it.
     num_items_in_batch : the token count of the global batch, for "dapo"
         (default: the tokens of this batch); at least the tokens of this batch.
     kl_estimator : {"k3", "k3_ratio", "k3_plus"}
