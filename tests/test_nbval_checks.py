@@ -87,6 +87,7 @@ def test_nbval_fails_on_a_one_percent_figure_move_and_on_a_last_digit_change(tmp
     run = subprocess.run(
         [sys.executable, "-m", "pytest", *nbval, "-rA", "-q", "-p", "no:xdist", "."],
         cwd=tmp_path,
+        env={name: value for name, value in os.environ.items() if name != "PYTEST_ADDOPTS"},  # options of make test
         capture_output=True,
         text=True,
     )

@@ -8,9 +8,9 @@ makes inline figures SVG with selectable text, no time stamp and fixed ids, and
 gives every figure a text form, :func:`figure_summary`: what it shows (titles,
 labels, limits, ticks, the data of every line, band, bar, point and image),
 each number rounded to a thousandth of its axis's range or finer. nbval
-compares that text, not the SVG (``tests/conftest.py``): a figure's check
-then means the same on every CPU, where the SVG's coordinates differ in their
-last digits, and still fails when a curve moves by 1 % of its axis.
+compares that text, not the SVG (``tests/nbval_sanitize.cfg``): a figure's
+check then means the same on every CPU, where the SVG's coordinates differ in
+their last digits, and still fails when a curve moves by 1 % of its axis.
 
 * :func:`figure_summary` — a figure's data as text, at the precision it is drawn;
 * :func:`band` — the mean over seeds as a line and a quantile range across
@@ -74,7 +74,8 @@ FIELD_LABELS = {
 """
 
 
-#: Digits below an axis's range: numbers are rounded to a power of ten between 1/10000 and 1/1000 of it.
+#: How many powers of ten below an axis's range :func:`figure_summary` rounds its numbers: to 1/1000 of the range
+#: or up to ten times finer.
 DIGITS = 3
 
 
@@ -103,8 +104,8 @@ def figure_summary(figure) -> str:
     """What ``figure`` shows, as text: its size and titles; per axes its labels, limits, scales and tick labels;
     the data of every line, band or other collection, bar or patch and image, in data coordinates; every text.
 
-    A number on a linear axis is rounded to a power of ten that is 10**-:data:`DIGITS` of the axis's range or up
-    to ten times finer (4 significant digits on a log axis; an image's values against its colour range): finer
+    A number on a linear axis is rounded to a power of ten between 1/10 000 and 1/1 000 of the axis's range
+    (:data:`DIGITS`; 4 significant digits on a log axis; an image's values against its colour range): finer
     than a pixel, so that a curve that moves by 1 % of its axis changes the text, while differences in the last
     bits of a computation, as between CPUs, do not. Colours and line styles are left out.
     """
@@ -182,11 +183,13 @@ def _rounder(axis):
 
 
 def _image_rounder(mappable):
-    low, high = mappable.norm.vmin, mappable.norm.vmax
-    return _quantized(abs(high - low) if low is not None and high is not None else 0.0)
+    """Formats the values of an image (or a coloured collection) against its colour range."""
+    mappable.autoscale_None()  # the range that drawing it sets, if it is not set yet
+    return _quantized(abs(mappable.norm.vmax - mappable.norm.vmin))
 
 
 def _quantized(span: float):
+    """Formats numbers rounded to a power of ten between 1/10 000 and 1/1 000 of ``span`` (of 1 if it is 0)."""
     span = span if np.isfinite(span) and span > 0 else 1.0
     decimals = DIGITS - int(np.floor(np.log10(span)))
     quantum = 10.0**-decimals
@@ -194,6 +197,7 @@ def _quantized(span: float):
 
 
 def _format(values, number) -> str:
+    """``[v1 v2 ...]``, each value formatted by ``number``, masked ones and NaN as ``nan``."""
     values = np.ma.filled(np.ma.asarray(values, dtype=float), np.nan).ravel()
     return "[" + " ".join("nan" if np.isnan(v) else number(v) for v in values) + "]"
 
