@@ -310,7 +310,7 @@ def trl_normalize_then_sum(rewards_per_func, num_generations, reward_weights):
     return (rewards - torch.nanmean(rewards)) / (std_rewards + 1e-4)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(rewards_batches)
 def test_trl_normalize_then_sum_with_one_reward_is_group_then_batch_standardisation(rewards):
     if rewards.size < 2:
