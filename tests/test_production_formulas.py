@@ -310,7 +310,7 @@ def trl_normalize_then_sum(rewards_per_func, num_generations, reward_weights):
     return (rewards - torch.nanmean(rewards)) / (std_rewards + 1e-4)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(rewards_batches)
 def test_trl_normalize_then_sum_with_one_reward_is_group_then_batch_standardisation(rewards):
     if rewards.size < 2:
@@ -551,7 +551,8 @@ def test_openrlhf_kl_loss_is_a_token_mean_in_every_mode(batch, beta):
     }
     for mode, recomposed in cases.items():
         expected = openrlhf_actor_loss(logps, old, ref, adv[:, None], mask, mode, beta)
-        assert float(recomposed) == pytest.approx(float(expected), rel=1e-5, abs=1e-6)  # OpenRLHF's KL is float32
+        value, expected_value = float(recomposed.detach()), float(expected.detach())
+        assert value == pytest.approx(expected_value, rel=1e-5, abs=1e-6)  # OpenRLHF computes its KL in float32
         (grad,) = torch.autograd.grad(recomposed, logps)
         (expected_grad,) = torch.autograd.grad(expected, logps)
         torch.testing.assert_close(grad, expected_grad.double(), rtol=1e-5, atol=1e-6)
