@@ -50,7 +50,7 @@ def numpy_array(x, name: str, *, ndim: tuple[int, ...] | None = None) -> np.ndar
     x = finite_array(x, name, ndim=ndim)
     with np.errstate(over="ignore"):  # a longdouble beyond the float64 range becomes inf, refused below
         copy = x.detach().cpu().double().numpy().copy() if is_torch(x) else np.array(x, dtype=np.float64)
-    if not all_finite(copy):  # only a longdouble can be finite and still overflow float64
+    if x.dtype.itemsize > 8 and not all_finite(copy):  # a longdouble can be finite and overflow float64
         raise ValueError(f"{name} must lie within the float64 range (|x| < 1.8e308)")
     return copy
 
