@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lab_parity import LOGIT_TOLERANCE, SHARPEN, VALUES, draw_seed, play, sessions
+from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
 from site_browser import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
 from test_lab_parity import PLAY, first_difference
 
@@ -413,6 +413,8 @@ def test_a_click_rewrites_only_the_views_it_changed(lab_page, site):
     assert "grpo-lab-policy" in step and "grpo-curve 0" in step and "grpo-curve 4" in step, step
     sample = touched("sample")
     assert not any(slot.startswith(("grpo-lab-policy", "grpo-curve")) for slot in sample), sample
-    assert {"grpo-lab-group", "grpo-lab-panel grpo-lab-ledger", "grpo-lab-reproduce"} <= set(sample), sample
+    assert {"grpo-lab-panel grpo-lab-group", "grpo-lab-panel grpo-lab-ledger", "grpo-lab-reproduce"} <= set(sample), (
+        sample
+    )
     assert touched("sample") != [] and "grpo-lab-card grpo-lab-step" not in touched("sample")
     log.assert_clean(site)
