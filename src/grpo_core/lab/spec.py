@@ -128,9 +128,9 @@ LIMITS = {
     "ledger_length": 12,
 }
 
-#: The numeric guards of grpo_core.bandit.grpo that the page's engine applies as Python does, the bound on every
-#: log-ratio (grpo_core.clipping.LOG_RATIO_BOUND) beyond which the surrogate and the k3 term contribute nothing
-#: and the ratio is capped.
+#: The numeric guards of the bandit's GRPO step that the page's engine applies as Python does, the bound
+#: ``LOG_RATIO_BOUND`` of the clipping module on every log-ratio, beyond which the surrogate and the k3 term
+#: contribute nothing and the ratio is capped.
 GUARDS = {"log_ratio_bound": LOG_RATIO_BOUND}
 
 
