@@ -14,8 +14,9 @@ import os
 
 import numpy as np
 import pytest
-from lab_parity import LOGIT_TOLERANCE, STEPS, play, sessions
+from lab_parity import LOGIT_TOLERANCE, STEPS, VALUES, play, sessions
 
+from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.env import log_softmax
 from grpo_core.lab import spec
 from grpo_core.lab.view import asset
@@ -103,3 +104,20 @@ def test_a_seed_beyond_the_range_is_refused_by_name(engine_page):
             seed,
         )
         assert message is not None and message.startswith("seed must be an integer from 0 to 18446744073709551615")
+
+
+def test_the_engine_says_what_grpo_core_says_when_a_step_diverges(engine_page):
+    """Diverged's message for every value of the lr slider (the guards keep the sliders' runs finite, so the message
+    is compared, not provoked)."""
+    rates = VALUES["lr"]
+    python = [BanditGRPO(config=GRPOConfig(lr=lr))._diverged(3).args[0] for lr in rates]
+    in_page = engine_page.evaluate(
+        """(rates) => rates.map((lr) => {
+          const run = new GRPOLab.engine.BanditGRPO({ config: { lr } });
+          run.history.push(null, null);  // two steps taken: the next is step 3
+          const error = run.diverged();
+          return error instanceof GRPOLab.engine.Diverged ? error.message : null;
+        })""",
+        rates,
+    )
+    assert in_page == python

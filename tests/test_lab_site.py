@@ -418,3 +418,25 @@ def test_a_click_rewrites_only_the_views_it_changed(lab_page, site):
     )
     assert touched("sample") != [] and "grpo-lab-card grpo-lab-step" not in touched("sample")
     log.assert_clean(site)
+
+
+def test_a_step_that_diverges_stops_the_run_and_says_why(lab_page, site):
+    """The engine's Diverged (here thrown at the third step) ends *Run N steps* with Python's message, θ kept."""
+    page, log, _ = lab_page
+    lab = live(page)
+    page.evaluate("""() => {
+      const run = GRPOLab.labs[0].run, step = run.step.bind(run);
+      run.step = () => (run.history.length === 2 ? (run.pending = null, run.throwDiverged()) : step());
+      run.throwDiverged = () => { throw run.diverged(); };
+    }""")
+    lab.locator(".grpo-lab-steps input").fill("10")
+    lab.locator("button.grpo-lab-run").click()
+    page.wait_for_function("() => !GRPOLab.labs[0].running")
+    entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
+    assert "step 3: the update overflowed the logits (lr=1.0 is likely too large; try lr <= 0.1)" in entries[1]
+    assert "run stopped after 2 of 10 steps (0 → 2)" in entries[0] and card(page, "step") == "2"
+    assert (
+        "except Diverged as error:  # step 3: the update overflowed"
+        in lab.locator(".grpo-lab-reproduce code").inner_text()
+    )
+    log.assert_clean(site)
