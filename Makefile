@@ -50,13 +50,16 @@ check: lint
 
 # One pytest run on both cores (two workers; tests/conftest.py says in what order they take the work) while the
 # book builds beside it; a test of the built site waits for the build's exit status in $BOOK_STATUS. Coverage is
-# measured in the two workers (pyproject.toml, [tool.coverage.run]).
+# measured in the two workers (pyproject.toml, [tool.coverage.run]). nbval runs the notebooks on an emulated
+# x86-64-v2 CPU (--baseline-cpu: tests/conftest.py, baseline_cpu_env) against the outputs `make notebooks` stored
+# on this machine's own CPU: every notebook must give the same outputs on both (README, "What nbval checks").
 test: lint
 	rm -f .coverage .coverage.* _build/book.status
 	mkdir -p _build; \
 	{ $(MAKE) -o $(STAMP) book > _build/book.log 2>&1; echo $$? > _build/book.status.tmp; \
 	  mv _build/book.status.tmp _build/book.status; } & book=$$!; \
-	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) tests notebooks; tests=$$?; \
+	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) --baseline-cpu tests notebooks; \
+	tests=$$?; \
 	wait $$book; [ "$$(cat _build/book.status)" = 0 ] || { cat _build/book.log; exit 1; }; exit $$tests
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --fail-under=95

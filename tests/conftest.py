@@ -105,14 +105,41 @@ def pytest_addoption(parser):
         action="store_true",
         help="measure grpo_core's coverage in every process that runs tests (pyproject.toml, [tool.coverage])",
     )
+    parser.addoption(
+        "--baseline-cpu",
+        action="store_true",
+        help="run the notebooks' kernels (nbval) on an emulated x86-64-v2 CPU (baseline_cpu_env)",
+    )
+
+
+def baseline_cpu_env() -> dict[str, str]:
+    """The environment that makes NumPy and torch compute as on an x86-64-v2 CPU (SSE4.2, no AVX) on this machine.
+
+    NumPy: ``NPY_DISABLE_CPU_FEATURES`` names every feature group above its baseline that NumPy dispatches to and
+    this CPU has (read from NumPy at run time; those the environment already disables stay disabled); its
+    OpenBLAS: ``OPENBLAS_CORETYPE=Nehalem``. torch: its own kernels at ``ATEN_CPU_CAPABILITY=default``; MKL
+    (its BLAS) and oneDNN limited to SSE4.2 and SSE4.1.
+    """
+    from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
+
+    disabled = set(os.environ.get("NPY_DISABLE_CPU_FEATURES", "").replace(",", " ").split())
+    above = [name for name in __cpu_dispatch__ if name not in __cpu_baseline__]
+    return {
+        "NPY_DISABLE_CPU_FEATURES": " ".join(name for name in above if __cpu_features__[name] or name in disabled),
+        "OPENBLAS_CORETYPE": "Nehalem",
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+    }
 
 
 def pytest_configure(config):
-    """``--measure-coverage``: each process that runs tests (each xdist worker, or pytest alone) measures itself into
-    its own ``.coverage.*`` file, for ``coverage combine``. The processes the tests start (notebook kernels, otter,
-    the grading sandbox) run unmeasured, at full speed: the unit and property tests cover the package by
-    themselves.
+    """Registers :class:`NotebookHooks`. ``--measure-coverage``: each process that runs tests (each xdist worker, or
+    pytest alone) measures itself into its own ``.coverage.*`` file, for ``coverage combine``. The processes the
+    tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed: the unit and property
+    tests cover the package by themselves.
     """
+    config.pluginmanager.register(NotebookHooks(), "companion-notebooks")
     runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
     if config.getoption("measure_coverage") and runs_tests:
         import coverage
@@ -131,6 +158,31 @@ def pytest_unconfigure(config):
 def pytest_runtest_setup(item):
     if item.get_closest_marker("book"):
         wait_for_the_book()
+
+
+class NotebookHooks:
+    """The hooks for the notebooks' nbval tests. pytest calls a conftest's own hooks only for the tests under the
+    conftest's folder; registered as a plugin (:func:`pytest_configure`), these reach ``notebooks/`` as well."""
+
+    @staticmethod
+    def pytest_collectstart(collector):
+        if getattr(collector, "path", None) is not None and collector.path.suffix == ".ipynb":
+            collector.skip_compare += NBVAL_SKIPPED_MIMETYPES
+
+    @staticmethod
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(item):
+        """``--baseline-cpu``: a notebook's kernel, which nbval starts when it sets up the notebook's first cell,
+        inherits :func:`baseline_cpu_env`; the test process itself runs on as it was."""
+        if not (item.config.getoption("baseline_cpu") and item.path.suffix == ".ipynb"):
+            return (yield)
+        saved = dict(os.environ)
+        os.environ.update(baseline_cpu_env())
+        try:
+            return (yield)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
 
 
 def wait_for_the_book(timeout: float = 900) -> None:
@@ -167,11 +219,6 @@ def pytest_collection_modifyitems(config, items):
     if hasattr(config, "workerinput"):  # xdist hands out the work units in the order its workers collected them
         order = {nodeid: index for index, nodeid in enumerate(xdist_order([item.nodeid for item in items]))}
         items.sort(key=lambda item: order[item.nodeid])
-
-
-def pytest_collectstart(collector):
-    if getattr(collector, "path", None) is not None and collector.path.suffix == ".ipynb":
-        collector.skip_compare += NBVAL_SKIPPED_MIMETYPES
 
 
 @pytest.fixture(scope="session")

@@ -425,3 +425,91 @@ def test_the_clipped_surrogate_refuses_a_term_beyond_the_float_range():
     with pytest.raises(ValueError, match=r"r·advantages exceeds the float range"):
         clipped_surrogate(torch.tensor(ratio, dtype=torch.float32), torch.tensor([3e38, -1.0]), 0.5)
     np.testing.assert_allclose(clipped_surrogate(ratio, np.array([1e307, -1.0]), 0.5), [1.2e307, -1.0])
+
+
+# -- issue 28: the trainers and course helpers at their edges, one reproducer per line of the issue ------------
+
+
+def test_exact_zeros_are_probabilities_where_no_logarithm_is_taken():
+    assert grpo_core.state_value([1.0, 0, 0, 0]) == pytest.approx(0.2)
+    dpo = grpo_core.BanditDPO(init_logits=[0, 800, 0, 0])  # π_ref = [0, 1, 0, 0]: the pairs still draw two arms
+    assert np.isfinite(dpo.snapshot()["kl"]) and (dpo.pairs[:, 0] != dpo.pairs[:, 1]).all()
+    with pytest.raises(ValueError, match="probs must have every entry in \\(0, 1\\]"):
+        grpo_core.BanditGRPO().set_policy([1.0, 0, 0, 0])  # θ = log π: here a zero cannot be
+    with pytest.raises(ValueError, match="ref_probs must give at least 2 actions"):
+        grpo_core.preference_pairs([0.2, 0.9], [1.0, 0.0], 4, np.random.default_rng(0))
+
+
+def test_the_kl_of_a_collapsed_reference_is_finite():
+    run = grpo_core.BanditGRPO(init_logits=[0.0, 800.0, 0.0, 0.0])
+    run.logits = np.array([0.0, 0.0, 0.0, 0.0])  # π > 0 where π_ref underflowed to 0: KL = 600 - log 4, not inf
+    assert run.snapshot()["kl"] == pytest.approx(3 / 4 * 800 - math.log(4), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", [2**40, 2**64 - 1])
+def test_seeds_are_any_integer_below_2_to_the_64(seed):
+    assert grpo_core.run_seeds(lambda s: grpo_core.BanditGRPO(seed=s), 1, [seed]).kl.shape == (1, 2)
+    with pytest.raises(ValueError, match="seed"):
+        grpo_core.run_seeds(lambda s: grpo_core.BanditGRPO(seed=s), 1, [2**64])
+
+
+def test_seeds_that_are_not_a_list_are_named():
+    with pytest.raises(TypeError, match="seeds must be an iterable"):
+        grpo_core.run_seeds(lambda s: grpo_core.BanditGRPO(seed=s), 1, None)
+
+
+def test_a_global_token_count_may_exceed_ten_million():
+    ones = torch.ones(1, 2)
+    _, metrics = grpo_token_loss(
+        -ones, -ones, None, torch.ones(1), ones, beta=0.0, loss_type="dapo", num_items_in_batch=2 * 10**7
+    )
+    assert metrics["loss"] == pytest.approx(-2 / (2 * 10**7))
+    with pytest.raises(ValueError, match="num_items_in_batch must be <= 9007199254740992"):
+        grpo_token_loss(
+            -ones, -ones, None, torch.ones(1), ones, beta=0.0, loss_type="dapo", num_items_in_batch=2**53 + 1
+        )
+
+
+def test_integer_log_probs_are_numbers_in_the_token_loss():
+    zeros = torch.zeros(2, 3, dtype=torch.int64)
+    loss, _ = grpo_token_loss(zeros, zeros, zeros, torch.tensor([1.0, -1.0]), torch.ones(2, 3))
+    assert loss.dtype == torch.float64 and float(loss) == 0.0
+
+
+def test_tensors_are_copied_as_the_contract_promises():
+    table = torch.tensor([0.2, 0.9, 0.4, 0.1], dtype=torch.float64)
+    run = grpo_core.BanditGRPO(rewards=table)
+    table[1] = 100.0
+    assert run.reward_table.tolist() == [0.2, 0.9, 0.4, 0.1]
+
+
+def test_longdouble_beyond_float64_is_refused_not_rounded_to_a_wrong_answer():
+    with pytest.raises(ValueError, match="rewards must lie within the float64 range"):
+        group_advantages(np.array([np.longdouble("1e400"), 0]))
+    assert group_advantages(np.array([np.longdouble("1e300"), 0])).tolist() == [1.0, -1.0]
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (
+            lambda: grpo_core.rloo_gradient([0.0, 0.0], [0, 1], [1.0, 2.0, 3.0]),
+            "rewards must have one entry per action",
+        ),
+        (lambda: SequenceGRPO(GRUPolicy(TASK)).evaluate(prompts=0), "prompts must be >= 1"),
+        (lambda: grpo_core.course.memory_by_model(7e9, "ppo", reward_model=1), "reward_model must be a bool"),
+    ],
+)
+def test_a_refusal_names_the_argument_the_caller_passed(call, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        call()
+
+
+def test_the_verifier_at_its_edges():
+    assert exact_match_reward(["answer is 7"], 10**3979).tolist() == [0.0]  # 3,980 digits: compared exactly
+    assert exact_match_reward([f"answer is {10**3979}"], 10**3979).tolist() == [1.0]
+    with pytest.raises(ValueError, match="more than 4000 digits"):
+        exact_match_reward(["answer is 7"], 10**4000)  # 4,001 digits
+    assert exact_match_reward(["answer is 1e-07", "answer is 0.0000001", "answer is 1e-7"], 1e-07).tolist() == [1, 1, 0]
+    assert exact_match_reward(["answer is 0.5", "answer is 1/2"], 0.5).tolist() == [1.0, 1.0]
+    assert grpo_core.course.memory_by_model(7e9, "ppo", reward_model=np.bool_(True))["reward model"] == 14.0

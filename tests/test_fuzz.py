@@ -604,3 +604,356 @@ def test_extreme_finite_values_give_finite_results_or_a_named_error(qualname):
     """Each array argument scaled by, filled with, or holding one of EXTREMES, and each real one set to an extreme."""
     problems = {case: extreme_value(qualname, *case) for case in EXTREME_CASES[qualname]}
     assert {case: problem for case, problem in problems.items() if problem} == {}
+
+
+# -- issue 28: the classes of the third pass and their neighbours ----------------------------------------------
+#
+# Trainers driven to collapse, then every method called; means and sums of finite values near the float range;
+# caller-owned buffers changed after the call; dtypes beyond float16/32/64; inputs of 10**6 characters.
+
+TRAINERS = {
+    "grpo": (grpo_core.BanditGRPO, grpo_core.GRPOConfig),
+    "rloo": (grpo_core.BanditRLOO, grpo_core.RLOOConfig),
+    "ppo": (grpo_core.BanditPPO, grpo_core.PPOConfig),
+    "dpo": (grpo_core.BanditDPO, grpo_core.DPOConfig),
+}
+COLLAPSES = {
+    "init_logits=[0, 800, 0, 0]": dict(init_logits=[0.0, 800.0, 0.0, 0.0]),  # π and π_ref have exact zeros
+    "init_logits=[0, -800, 0, 0]": dict(init_logits=[0.0, -800.0, 0.0, 0.0]),
+    "lr=1e4": dict(lr=1e4),  # the first updates put exact zeros into π, not into π_ref
+    "lr=1e300": dict(lr=1e300),  # the update overflows: Diverged, naming lr
+}
+
+
+def finite_everywhere(value) -> bool:
+    return not has_nan(value) and not has_inf(value)
+
+
+def snapshot(trainer) -> dict:
+    """The trainer's snapshot without GRPO's last-group entries, NaN by design before the first step."""
+    return {key: value for key, value in trainer.snapshot().items() if trainer.history or key not in LAST_GROUP}
+
+
+LAST_GROUP = ("group_reward", "clip_fraction")
+
+
+def exercised(trainer) -> list:
+    """Every public method and property of a trainer, called: what a reader, the lab and run_seeds call."""
+    answers = [trainer.probs, trainer.ref_probs, trainer.expected_reward, snapshot(trainer)]
+    for _ in range(3):
+        try:
+            record = trainer.step()
+        except grpo_core.bandit.trainer.Diverged as error:
+            assert f"lr={trainer.config.lr}" in str(error) or f"lr = {trainer.config.lr}" in str(error), error
+            break
+        if isinstance(record, grpo_core.StepResult):
+            answers += [record.reward_mean, record.reward_std, record.kl, record.entropy, record.clip_fraction]
+            answers += [record.objective, record.ratios, record.probs, record.advantages]
+        answers += [snapshot(trainer), trainer.probs, trainer.expected_reward]
+    answers.append(trainer.sampled_log_probs([0, 1, 2, 3]))
+    trainer.reset(seed=2**64 - 1)
+    answers.append(snapshot(trainer))
+    return answers
+
+
+@pytest.mark.parametrize("collapse", sorted(COLLAPSES))
+@pytest.mark.parametrize("method", sorted(TRAINERS))
+def test_a_collapsed_trainer_still_reports_snapshots_and_replays(method, collapse):
+    """Each trainer, collapsed (exact zeros in π or π_ref) or overflowing, then every method: finite answers, or a
+    Diverged naming lr; the collapsed run replays bit for bit from its seed (any seed below 2**64)."""
+    trainer_class, config_class = TRAINERS[method]
+    changes = dict(COLLAPSES[collapse])
+    init_logits = changes.pop("init_logits", None)
+    config = config_class(**changes)
+
+    def make(seed):
+        return trainer_class(config=config, seed=seed, init_logits=init_logits)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all(finite_everywhere(answer) for answer in exercised(make(0)))
+        try:
+            history = grpo_core.track(make(0), 3)
+            runs = grpo_core.run_seeds(make, 3, [0, 2**63, 2**64 - 1])
+        except grpo_core.bandit.trainer.Diverged as error:
+            assert changes.get("lr") == 1e300 and "lr" in str(error), error
+            return
+    curves = {key: values[:, 1:] if key in LAST_GROUP else values for key, values in runs.curves.items()}
+    assert finite_everywhere(curves) and finite_everywhere(runs.final_probs)
+    np.testing.assert_array_equal(runs.curves["kl"][0], history.curves["kl"])  # seed 0 replays bit for bit
+
+
+def test_a_collapsed_prompt_set_still_reports():
+    run = grpo_core.PromptSetGRPO([[0.2, 0.9], [0.5, 0.1], [1.0, 0.0]], config=grpo_core.GRPOConfig(lr=1e4))
+    history = grpo_core.track(run, 4)
+    assert finite_everywhere(history.curves) and (history.curves["entropy"][-1] == 0).all()
+
+
+def test_the_gradient_overflow_names_what_overflowed_not_lr():
+    for make in (
+        lambda: grpo_core.BanditPPO(rewards=[-1e308, 1e308, 0, 0]),
+        lambda: grpo_core.BanditPPO(config=grpo_core.PPOConfig(value_init=1e308)),
+    ):
+        trainer = make()
+        before = trainer.logits.copy()
+        with pytest.raises(grpo_core.bandit.trainer.Diverged, match="step 1: the gradient overflowed") as raised:
+            trainer.run(2)
+        assert "rewards" in str(raised.value) and "lr" not in str(raised.value)
+        np.testing.assert_array_equal(trainer.logits, before)
+
+
+NEAR_MAX = 1.7e308  # finite; twice it is not
+
+
+@pytest.mark.parametrize(
+    ("label", "compute", "expected"),
+    [
+        ("group_mean", lambda: grpo_core.group_mean([NEAR_MAX] * 3), NEAR_MAX),
+        ("group_mean ±", lambda: grpo_core.group_mean([NEAR_MAX, -NEAR_MAX]), 0.0),
+        ("state_value", lambda: grpo_core.state_value([0.5, 0.5], [NEAR_MAX, NEAR_MAX]), NEAR_MAX),
+        ("reward_mean", lambda: grpo_core.BanditGRPO(rewards=[NEAR_MAX] * 4).step().reward_mean, NEAR_MAX),
+        ("reward_std", lambda: grpo_core.BanditGRPO(rewards=[NEAR_MAX] * 4).step().reward_std, 0.0),
+        (
+            "group_reward",
+            lambda: grpo_core.track(grpo_core.BanditGRPO(rewards=[0.2, 1e308, 0.4, 0.1]), 3).curves["group_reward"][1:],
+            None,
+        ),
+        (
+            "GSPO ratio, float32",
+            lambda: grpo_core.sequence_importance_ratio(
+                torch.tensor([[0.0, 0.0, -3e38, -3e38] * 8]),
+                torch.tensor([[-3e38, -3e38, 0.0, 0.0] * 8]),
+                torch.ones(1, 32),
+            ),
+            1.0,
+        ),
+        (
+            "GSPO loss",
+            lambda: token_loss.grpo_token_loss(
+                torch.tensor([[0.0, 0.0, -3e38, -3e38] * 8]),
+                torch.tensor([[-3e38, -3e38, 0.0, 0.0] * 8]),
+                None,
+                torch.ones(1),
+                torch.ones(1, 32),
+                beta=0.0,
+                importance_sampling_level="sequence",
+            )[0],
+            -1.0,
+        ),
+        ("clip_objective", lambda: grpo_core.clip_objective([0.0, 0.0], [0.0, 0.0], [NEAR_MAX, NEAR_MAX]), NEAR_MAX),
+        ("importance_ratio", lambda: grpo_core.importance_ratio(np.array([-1e308]), np.array([1e308])), np.exp(-20.0)),
+        ("kl_k3", lambda: grpo_core.kl_k3(np.array([1e308]), np.array([-1e308])), 20.0 + np.exp(-20.0) - 1.0),
+        ("kl_k3_plus", lambda: grpo_core.kl_k3_plus(np.array([-1e308]), np.array([1e308])), np.expm1(20.0) - 20.0),
+        (
+            "kl_k3_ratio",
+            lambda: grpo_core.kl_k3_ratio(np.array([1e308]), np.array([-1e308]), np.array([-1e308])),
+            np.exp(20.0) * (20.0 + np.expm1(-20.0)),
+        ),
+        (
+            "grpo_objective",
+            lambda: grpo_core.grpo_objective(np.array([-1e308]), np.array([1e308]), np.array([1e308]), np.array([1.0])),
+            np.exp(-20.0) - 0.04 * (np.expm1(20.0) - 20.0),
+        ),
+    ],
+)
+def test_means_and_sums_of_finite_values_near_the_float_range_are_right(label, compute, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a RuntimeWarning from finite input is an overflow nobody checked
+        result = compute()
+    values = np.asarray(result.detach() if isinstance(result, torch.Tensor) else result, dtype=float)
+    assert np.isfinite(values).all(), (label, values)
+    if expected is not None:
+        np.testing.assert_allclose(values, expected, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("compute", "name"),
+    [
+        (lambda: grpo_core.course.total_memory_gb(1e308, "ppo", reward_model=True), "num_params"),
+        (lambda: grpo_core.course.memory.memory_by_model(1e308, "ppo"), "num_params"),
+        (lambda: grpo_core.course.memory.flops_per_prompt(1e200, 1e200, "ppo"), "num_params"),
+        (lambda: grpo_core.rloo_gradient([0.0, 0.0], [0, 1], [NEAR_MAX, -NEAR_MAX]), "rewards"),
+        (lambda: grpo_core.group_advantages(np.array([np.longdouble("1e400"), 0])), "rewards"),
+        (lambda: grpo_core.softmax(np.array([np.longdouble("-1e400"), 0])), "logits"),
+    ],
+)
+def test_a_result_beyond_the_float_range_is_refused_by_name(compute, name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match=name):
+            compute()
+
+
+# Caller-owned buffers: every valid call made with NumPy arrays and float64 tensors the caller then overwrites.
+
+
+def fingerprint(value):
+    """The numbers a result holds, as plain Python values (a trainer by its reward table, θ and π_ref)."""
+    if isinstance(value, grpo_core.BanditTrainer):
+        return fingerprint([value.reward_table, value.init_logits, value.logits, value.ref_logits])
+    if isinstance(value, torch.Tensor):
+        return value.detach().tolist()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {key: fingerprint(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [fingerprint(item) for item in value]
+    if hasattr(value, "__dataclass_fields__"):
+        return {field: fingerprint(getattr(value, field)) for field in value.__dataclass_fields__}
+    return value if isinstance(value, int | float | str | bool | None) else type(value).__name__
+
+
+def as_buffers(kwargs, backend):
+    """The valid call's arrays (and actions) as NumPy arrays or float64 tensors of the caller's own."""
+    owned = {}
+    for name, value in kwargs.items():
+        kind = KIND[name]
+        if kind in ("array", "elementwise") and isinstance(value, list):
+            owned[name] = np.array(value, dtype=float) if backend == "numpy" else t64(value)
+        elif kind in ("actions", "pairs") and isinstance(value, list):
+            owned[name] = np.array(value) if backend == "numpy" else torch.tensor(value)
+        else:
+            owned[name] = value.clone() if isinstance(value, torch.Tensor) else value
+    return owned
+
+
+def overwrite(buffers) -> None:
+    with torch.no_grad():
+        for value in buffers.values():
+            if isinstance(value, np.ndarray):
+                value[...] = 3 if value.dtype.kind in "iu" else 7.5
+            elif isinstance(value, torch.Tensor) and value.dtype != torch.bool:
+                value.fill_(3 if not value.is_floating_point() else 7.5)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_changing_the_callers_buffers_after_the_call_changes_no_result(backend):
+    problems = {}
+    for qualname, (func, kwargs) in VALID.items():
+        buffers = as_buffers(concrete(kwargs), backend)
+        try:
+            result = func(**buffers)
+        except TypeError:
+            continue  # e.g. a torch tensor of actions where NumPy is required: documented, not this test's concern
+        before = repr(fingerprint(result))  # repr: NaN (a snapshot before any step) equals itself
+        overwrite(buffers)
+        if repr(fingerprint(result)) != before:
+            problems[qualname] = "the result changed with the caller's buffer"
+    assert problems == {}
+
+
+# Dtypes beyond float16/32/64: every array argument of every valid call in each dtype, all at once.
+
+TORCH_DTYPES = [
+    torch.bfloat16,
+    torch.float8_e4m3fn,
+    torch.float8_e5m2,
+    torch.float8_e4m3fnuz,
+    torch.float8_e5m2fnuz,
+    torch.int32,
+    torch.int64,
+    torch.uint8,
+]
+NUMPY_DTYPES = [np.longdouble, np.float16, np.int32, np.int64, np.uint8]
+
+
+def in_dtype(kwargs, dtype):
+    converted = {}
+    for name, value in kwargs.items():
+        if KIND[name] in ("array", "elementwise", "tensor") and name != "mask" and value is not None:
+            array = np.asarray(value.double() if isinstance(value, torch.Tensor) else value, dtype=float)
+            if isinstance(dtype, torch.dtype):
+                converted[name] = torch.tensor(array).to(dtype)
+            else:
+                converted[name] = array.astype(dtype)
+        else:
+            converted[name] = value
+    return converted
+
+
+@pytest.mark.parametrize("dtype", TORCH_DTYPES + NUMPY_DTYPES, ids=str)
+def test_every_dtype_gives_a_number_or_a_documented_refusal(dtype):
+    problems = {}
+    for qualname, (func, kwargs) in VALID.items():
+        kwargs = in_dtype(concrete(kwargs), dtype)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                result = func(**kwargs)
+        except (ValueError, TypeError) as error:
+            if type(error) not in (ValueError, TypeError) or not str(error):
+                problems[qualname] = f"{type(error).__name__}: {error}"
+            continue
+        except Exception as error:
+            problems[qualname] = f"{type(error).__name__}: {error}"
+            continue
+        if not finite_everywhere(result):
+            problems[qualname] = "NaN or inf"
+    assert problems == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float8_e4m3fn, torch.float8_e5m2, torch.int64], ids=str)
+def test_narrow_and_integer_tensors_compute_as_float32_or_float64(dtype):
+    logp, old = torch.tensor([-1.0, -2.0, -0.5]).to(dtype), torch.tensor([-1.5, -2.0, -1.0]).to(dtype)
+    wide = torch.float64 if not dtype.is_floating_point else torch.float32
+    for func in (grpo_core.importance_ratio, grpo_core.kl_k3, grpo_core.kl_k3_plus, grpo_core.kl_k1):
+        result = func(logp, old)
+        assert result.dtype == wide
+        torch.testing.assert_close(result, func(logp.to(wide), old.to(wide)), rtol=0, atol=0)
+    np.testing.assert_array_equal(
+        grpo_core.group_advantages(logp), grpo_core.group_advantages(logp.to(torch.float64).numpy())
+    )
+    loss, _ = token_loss.grpo_token_loss(logp[None], old[None], old[None], torch.ones(1), torch.ones(1, 3))
+    assert loss.dtype == wide and torch.isfinite(loss)
+
+
+def test_a_list_of_0d_tensors_that_require_grad_is_a_list_of_numbers():
+    values = [torch.tensor(v, dtype=torch.float64, requires_grad=True) for v in (0.2, 0.9, 0.4)]
+    np.testing.assert_array_equal(grpo_core.group_advantages(values), grpo_core.group_advantages([0.2, 0.9, 0.4]))
+    np.testing.assert_array_equal(
+        grpo_core.kl_k3(values, [0.1, 0.2, 0.3]), grpo_core.kl_k3([0.2, 0.9, 0.4], [0.1, 0.2, 0.3])
+    )
+    narrow = [torch.tensor(0.5, dtype=torch.bfloat16), torch.tensor(0.25, dtype=torch.float8_e4m3fn)]
+    np.testing.assert_array_equal(grpo_core.softmax(narrow), grpo_core.softmax([0.5, 0.25]))
+    with pytest.raises(TypeError, match="rewards"):
+        grpo_core.group_advantages([torch.tensor(1 + 1j), torch.tensor(0.0)])
+
+
+# Inputs of 10**6 characters: the verifier reads them in linear time; a refusal quotes at most 80 characters.
+
+MEGA = 10**6
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("answer is " * (MEGA // 10) + "7", 1.0),
+        ("\\boxed{" * (MEGA // 7), 0.0),
+        ("{" * MEGA + "\\boxed{7}", 1.0),
+        ("#" * MEGA + " 7", 1.0),
+        ("7" * MEGA, 0.0),
+        ("$" * MEGA + "answer is 7" + "$" * MEGA, 1.0),
+        (" " * MEGA + "answer: 7." + " " * MEGA, 1.0),
+        ("answer is " + "0" * MEGA + "7", 1.0),  # leading zeros of a number of a million digits
+        ("answer is 7" + "0" * MEGA, 0.0),
+    ],
+)
+def test_the_verifier_reads_a_million_characters(text, expected):
+    assert grpo_core.exact_match_reward([text], 7)[0] == expected
+
+
+def test_a_million_character_reference_and_refusals_stay_readable():
+    reference = "1" + "0" * MEGA
+    assert grpo_core.exact_match_reward([f"answer is {reference}", "answer is 1"], reference).tolist() == [1.0, 0.0]
+    for call in (
+        lambda: grpo_core.group_advantages([0.2, 0.9], scale="x" * MEGA),
+        lambda: grpo_core.GRPOConfig(lr="1" * MEGA),
+        lambda: grpo_core.run_seeds(grpo_core.BanditGRPO, 1, "s" * MEGA),
+        lambda: token_loss.grpo_token_loss(
+            torch.zeros(1, 2), torch.zeros(1, 2), None, torch.ones(1), torch.ones(1, 2), beta=0.0, loss_type="x" * MEGA
+        ),
+    ):
+        with pytest.raises((ValueError, TypeError)) as raised:
+            call()
+        assert len(str(raised.value)) < 400, str(raised.value)[:200]

@@ -46,7 +46,8 @@ def test_equation_map_in_package_docstring_names_real_functions():
 
 
 PACKAGE = Path(grpo_core.__file__).parent
-FORMULAS = {"_validate", "advantages", "clipping", "kl", "objective", "token_loss"}
+PRIVATE = {"_validate", "_kernels"}  # the checks, and the unchecked kernels behind every public function
+FORMULAS = PRIVATE | {"advantages", "clipping", "kl", "objective", "token_loss"}
 
 
 def _imported_nodes(path: Path) -> set[str]:
@@ -55,14 +56,30 @@ def _imported_nodes(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grpo_core."):
             found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.ImportFrom) and node.module == "grpo_core":  # from grpo_core import _kernels
+            found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.Import):
             found |= {alias.name.split(".")[1] for alias in node.names if alias.name.startswith("grpo_core.")}
     return found
 
 
-def test_the_formulas_import_nothing_above_them():
-    for name in FORMULAS:
-        assert _imported_nodes(PACKAGE / f"{name}.py") <= FORMULAS, name
+def test_the_formulas_import_only_the_private_layer():
+    """Issue 28: a formula module validates its arguments and calls a kernel; none imports another one's names."""
+    for name in FORMULAS - PRIVATE:
+        assert _imported_nodes(PACKAGE / f"{name}.py") <= PRIVATE, name
+    assert _imported_nodes(PACKAGE / "_kernels.py") == set()
+    assert _imported_nodes(PACKAGE / "_validate.py") <= {"_kernels"}
+
+
+def test_no_private_name_is_imported_across_modules():
+    """Issue 28: an unchecked kernel is reached as ``_kernels.name``, never as another module's ``_name``."""
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("grpo_core"):
+                private = [
+                    alias.name for alias in node.names if alias.name.startswith("_") and alias.name not in PRIVATE
+                ]
+                assert not private, f"{path.relative_to(PACKAGE)} imports {private} from {node.module}"
 
 
 @pytest.mark.parametrize("subpackage", ["bandit", "sequence", "course"])
@@ -72,7 +89,8 @@ def test_a_subpackage_imports_the_formulas_and_itself_only(subpackage):
 
 
 def test_the_import_graph_stays_small():
-    """Issue 15's bound: counting each top-level module and each subpackage as one node, 12 nodes and 30 edges."""
+    """Issue 15's bound, tightened by issue 28: counting each top-level module and each subpackage as one node,
+    13 nodes (``_kernels`` added) and 29 edges (from 30: no formula imports another formula)."""
     nodes = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
     nodes |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     edges = set()
@@ -80,5 +98,5 @@ def test_the_import_graph_stays_small():
         relative = path.relative_to(PACKAGE).parts
         source = "grpo_core" if relative == ("__init__.py",) else relative[0].removesuffix(".py")
         edges |= {(source, target) for target in _imported_nodes(path) if target != source}
-    assert len(nodes | {"grpo_core"}) == 12
-    assert len(edges) <= 30, sorted(edges)
+    assert len(nodes | {"grpo_core"}) == 13
+    assert len(edges) <= 29, sorted(edges)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 
 from grpo_core import BanditGRPO, GRPOConfig
 from grpo_core.bandit.runs import run_seeds, track
-from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, plot_runs, use_style
+from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, figure_summary, plot_runs, use_style
 
 
 @pytest.fixture
@@ -120,3 +120,90 @@ def test_plot_runs_rejects_bad_input(runs):
     with pytest.raises(ValueError, match="axes"):
         plot_runs(runs, axes=axes)
     plt.close(fig)
+
+
+def figure_with_everything(y):
+    """One of each artist the notebooks draw, ``y`` the data of its curve, band and bars."""
+    fig, (ax, right) = plt.subplots(1, 2, figsize=(6.4, 3.2))
+    x = np.arange(y.size)
+    ax.plot(x, y, label="curve")
+    ax.fill_between(x, y - 1, y + 1, alpha=0.2)
+    ax.bar(x, y, label="bars")
+    ax.scatter(x, y)
+    ax.axvspan(1, 2)
+    ax.text(1, 2, "note")
+    ax.set(title="panel", xlabel="step", ylabel="value")
+    ax.set_xticks(x, [f"s{i}" for i in x])
+    ax.legend()
+    fig.colorbar(right.imshow(y.reshape(1, -1), vmin=-5, vmax=5), ax=right)
+    right.loglog([1, 10, 100], [1e-3, 1e-2, 0.123456])
+    fig.suptitle("the figure")
+    return fig
+
+
+def test_figure_summary_lists_what_the_figure_shows():
+    fig = figure_with_everything(np.array([0.5, 1.25, 2.0]))
+    summary = figure_summary(fig).splitlines()
+    plt.close(fig)
+    assert summary[:3] == ["Figure 6.4x3.2 in, 3 axes", "  text 'the figure'", "axes 1: 'panel'"]
+    assert "  x 'step' linear [-0.540 2.540] ticks ['s0', 's1', 's2']" in summary
+    assert "  line 'curve': x [0.000 1.000 2.000] y [0.500 1.250 2.000]" in summary
+    band = "x [0.000 0.000 1.000 2.000 2.000 2.000 1.000 0.000 0.000] y [1.500 -0.500 0.250 1.000 3.000 3.000"
+    assert f"  FillBetweenPolyCollection: {band} 2.250 1.500 1.500]" in summary
+    assert "  PathCollection: x [0.000 1.000 2.000] y [0.500 1.250 2.000]" in summary
+    assert "  Rectangle: x [0.600 1.400 1.400 0.600 0.600] y [0.000 0.000 1.250 1.250 0.000]" in summary
+    assert "  text 'note' at x [1.000] y [2.000]" in summary
+    assert "  legend ['curve', 'bars']" in summary
+    assert "  image (1, 3): [0.50 1.25 2.00]" in summary  # its colour range is -5 .. 5
+    assert summary[-3:] == [
+        "axes 3: '' (colorbar)",
+        "  x '' linear [0.000 1.000] ticks []",
+        "  y '' linear [-5.00 5.00] ticks ['−4', '−2', '0', '2', '4']",
+    ]
+    assert "  line: x [1. 10. 100.] y [0.001 0.01 0.1235]" in summary  # 4 significant digits on a log axis
+
+
+def summaries(y, *, fixed_limits=False):
+    fig = figure_with_everything(y)
+    if fixed_limits:
+        fig.axes[0].set_ylim(-10, 10)
+    text = figure_summary(fig)
+    plt.close(fig)
+    return text
+
+
+@pytest.mark.parametrize("fixed_limits", [False, True])
+def test_figure_summary_holds_across_last_bit_noise_and_sees_a_one_percent_move(fixed_limits):
+    """The data of 5 seeded figures: a change in the last bits (as between CPUs) leaves the summary as it is; a
+    move of 1 % of the axis's range changes it, whether the axis follows the data or holds fixed limits."""
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        y = rng.uniform(-4, 4, size=8)
+        summary = summaries(y, fixed_limits=fixed_limits)
+        assert summaries(y * (1 + 1e-12), fixed_limits=fixed_limits) == summary
+        span = np.ptp(y) + 2 if not fixed_limits else 20.0  # the band spans y - 1 .. y + 1
+        assert summaries(y + 0.01 * span, fixed_limits=fixed_limits) != summary
+        one_point = y.copy()
+        one_point[rng.integers(y.size)] += 0.01 * span
+        assert summaries(one_point, fixed_limits=fixed_limits) != summary
+
+
+def test_figure_summary_rejects_what_is_not_a_figure(ax):
+    with pytest.raises(TypeError, match="figure"):
+        figure_summary(ax)
+
+
+def test_use_style_gives_inline_figures_their_summary_as_plain_text():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        with plt.rc_context():
+            use_style()
+            fig = figure_with_everything(np.array([0.5, 1.25, 2.0]))
+            data, _ = shell.display_formatter.format(fig)
+            plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    assert data["text/plain"] == figure_summary(fig)
+    assert data["image/svg+xml"].startswith("<?xml")

@@ -195,6 +195,39 @@ def openrlhf_approx_kl(log_probs, log_probs_base, log_probs_old=None, kl_estimat
     return value.detach() + grad_surrogate - grad_surrogate.detach()
 
 
+def openrlhf_aggregate_loss(loss, loss_mask, token_level_loss=True):
+    """OpenRLHF 0.11.2 ``openrlhf/models/loss.py::aggregate_loss`` (lines 11–39), one process, no global batch info.
+
+    With ``batch_num_tokens`` and ``global_batch_size`` left at ``None`` the function returns
+    ``masked_mean`` (``openrlhf/models/utils.py``, lines 199–202) of the token terms, or of the
+    per-sequence token means over the non-empty sequences.
+    """
+    if token_level_loss:
+        return (loss * loss_mask).sum() / loss_mask.sum()
+    token_counts = loss_mask.sum(dim=-1)
+    seq_loss = (loss * loss_mask).sum(dim=-1) / (token_counts + 1e-8)
+    seq_mask = (token_counts > 0).float()
+    return (seq_loss * seq_mask).sum() / seq_mask.sum()
+
+
+def openrlhf_actor_loss(log_probs, old_log_probs, base_log_probs, advantages, action_mask, loss_agg_mode, kl_coef):
+    """OpenRLHF 0.11.2's actor loss with ``--algo.kl.use_loss`` and the k3 estimator, one process.
+
+    ``openrlhf/trainer/ray/ppo_actor.py``: ``PolicyLoss`` is built with
+    ``token_level_loss = (loss_agg_mode == "token-mean")`` (line 80), but the KL loss is
+    ``aggregate_loss(kl, action_mask, **loss_batch_info)`` (line 331), and ``loss_batch_info``
+    (``openrlhf/utils/loss_utils.py::get_loss_batch_info``) holds only ``dp_size``,
+    ``batch_num_tokens`` and ``global_batch_size``: the KL keeps the default ``token_level_loss=True``
+    in every mode. ``loss = actor_loss + kl_loss * kl_ctl`` (line 339). The policy term is
+    ``PolicyLoss.forward``'s "ppo" path without dual clip or IS correction (``models/loss.py``).
+    """
+    ratio = (log_probs - old_log_probs).clamp(min=-20.0, max=20.0).exp()
+    surr1, surr2 = ratio * advantages, ratio.clamp(1 - 0.2, 1 + 0.2) * advantages
+    policy = openrlhf_aggregate_loss(-torch.min(surr1, surr2), action_mask, loss_agg_mode == "token-mean")
+    kl = openrlhf_approx_kl(log_probs, base_log_probs, kl_estimator="k3")
+    return policy + openrlhf_aggregate_loss(kl, action_mask) * kl_coef
+
+
 def openrlhf_k3(log_probs, log_probs_base):
     """OpenRLHF 0.11.2 ``compute_approx_kl(kl_estimator="k3")``, the default gradient path."""
     return openrlhf_approx_kl(log_probs, log_probs_base)
@@ -263,6 +296,31 @@ def test_trl_advantages_are_group_advantages_with_eps_1e4_ddof_1(rewards, scale)
     np.testing.assert_allclose(ours, expected, rtol=1e-7, atol=1e-12)
 
 
+def trl_normalize_then_sum(rewards_per_func, num_generations, reward_weights):
+    """TRL 1.16.0 ``_generate_and_score_completions``, ``multi_objective_aggregation="normalize_then_sum"``
+    (``grpo_trainer.py`` lines 2790–2799; no unscorable completions, G > 1)."""
+    from trl.trainer.utils import nanstd
+
+    grouped = rewards_per_func.view(-1, num_generations, rewards_per_func.shape[-1])
+    mean_k = torch.nanmean(grouped, dim=1, keepdim=True)
+    std_k = nanstd(grouped, dim=1, keepdim=True)
+    reward_k = ((grouped - mean_k) / (std_k + 1e-4)).view(-1, rewards_per_func.shape[-1])
+    rewards = (reward_k * reward_weights.unsqueeze(0)).nansum(dim=1)
+    std_rewards = nanstd(rewards).expand_as(rewards)
+    return (rewards - torch.nanmean(rewards)) / (std_rewards + 1e-4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rewards_batches)
+def test_trl_normalize_then_sum_with_one_reward_is_group_then_batch_standardisation(rewards):
+    if rewards.size < 2:
+        return
+    expected = trl_normalize_then_sum(torch.tensor(rewards.reshape(-1, 1)), rewards.shape[1], torch.ones(1))
+    per_group = group_advantages(rewards, eps=1e-4, ddof=1)
+    ours = group_advantages(per_group, eps=1e-4, ddof=1, scale="batch").reshape(-1)
+    np.testing.assert_allclose(ours, expected.numpy(), rtol=1e-6, atol=1e-9)  # nanstd's float32 Bessel factor
+
+
 @settings(max_examples=60, deadline=None)
 @given(rewards_batches, st.booleans())
 def test_verl_advantages_are_group_advantages_with_eps_1e6_ddof_1(rewards, norm_by_std):
@@ -317,6 +375,23 @@ def test_k3_is_verl_low_var_kl_and_openrlhf_k3_inside_their_clamps(pairs):
     torch.testing.assert_close(ours[inside], verl_low_var_kl(logp, ref)[inside], rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(ours[inside].float(), openrlhf_k3(logp, ref)[inside], rtol=1e-5, atol=1e-6)
     assert bool((verl_low_var_kl(logp, ref) <= 10).all())
+
+
+def test_k3_clamps_the_log_ratio_at_20_not_the_value_at_10():
+    # book/production-formulas.md, "Clamps on k3": kl_k3(0, 30) is e^20 − 21 (log ρ clamped), verl's value is 10
+    zero, thirty = torch.tensor([0.0], dtype=torch.float64), torch.tensor([30.0], dtype=torch.float64)
+    assert float(kl_k3(zero, thirty)) == pytest.approx(math.exp(20) - 21, rel=1e-12)
+    assert float(verl_low_var_kl(zero, thirty)) == 10.0
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.floats(-60, 0), st.floats(-60, 0), st.floats(-60, 0)), min_size=1, max_size=20))
+def test_k3_ratio_stays_below_e40_from_any_log_probs(triples):
+    # r <= e^20 and k3 <= e^20 − 21, both clamped: r·k3 < e^40; kl_k3_ratio([-20], [0], [-40]) reaches e^20(e^20 − 21)
+    logp, ref, old = (np.array(column) for column in zip(*triples, strict=True))
+    assert (kl_k3_ratio(logp, ref, old) < math.exp(40)).all()
+    extreme = kl_k3_ratio(np.array([-20.0]), np.array([0.0]), np.array([-40.0]))
+    assert float(extreme[0]) == pytest.approx(math.exp(20) * (math.exp(20) - 21), rel=1e-12)
 
 
 log_prob_triples = st.lists(
@@ -456,6 +531,43 @@ def test_verl_actor_loss_equals_grpo_token_loss_below_the_dual_clip(batch, modes
     )
     ours, _ = grpo_token_loss(logps, old, ref, adv, mask, beta=beta, loss_type=loss_type, max_completion_length=width)
     assert float(ours) == pytest.approx(float(expected), rel=1e-7, abs=1e-9)
+
+
+@settings(max_examples=100, deadline=None)
+@given(token_batches(), st.floats(0.0, 0.1))
+def test_openrlhf_kl_loss_is_a_token_mean_in_every_mode(batch, beta):
+    # OpenRLHF averages the policy term as loss_agg_mode says but the KL term per token, so its
+    # "seq-mean-token-mean" is grpo_token_loss's "grpo" policy term plus "bnpo"'s KL term:
+    # grpo(β = 0) + [bnpo(β) − bnpo(0)]; its "token-mean" (one process) is "bnpo" whole
+    logps, old, ref, adv, mask = batch
+    logps = logps.clone().requires_grad_()
+
+    def ours(loss_type, beta):
+        return grpo_token_loss(logps, old, ref, adv, mask, beta=beta, loss_type=loss_type)[0]
+
+    cases = {
+        "seq-mean-token-mean": ours("grpo", 0.0) + (ours("bnpo", beta) - ours("bnpo", 0.0)),
+        "token-mean": ours("bnpo", beta),
+    }
+    for mode, recomposed in cases.items():
+        expected = openrlhf_actor_loss(logps, old, ref, adv[:, None], mask, mode, beta)
+        assert float(recomposed) == pytest.approx(float(expected), rel=1e-5, abs=1e-6)  # OpenRLHF's KL is float32
+        (grad,) = torch.autograd.grad(recomposed, logps)
+        (expected_grad,) = torch.autograd.grad(expected, logps)
+        torch.testing.assert_close(grad, expected_grad.double(), rtol=1e-5, atol=1e-6)
+
+
+def test_openrlhf_seq_mean_token_mean_is_not_grpo_with_the_kl_inside():
+    # lengths 1 and 3, KL only on the 1-token completion: per sequence it would weigh 1/2, per token it weighs 1/4
+    logps = torch.tensor([[-1.0, 0.0, 0.0], [-1.0, -1.0, -1.0]], dtype=torch.float64)
+    ref = torch.tensor([[-2.0, 0.0, 0.0], [-1.0, -1.0, -1.0]], dtype=torch.float64)
+    mask = torch.tensor([[1, 0, 0], [1, 1, 1]], dtype=torch.int32)
+    adv = torch.tensor([1.0, -1.0], dtype=torch.float64)
+    k3 = float(kl_k3(torch.tensor(-1.0, dtype=torch.float64), torch.tensor(-2.0, dtype=torch.float64)))
+    openrlhf = openrlhf_actor_loss(logps, logps, ref, adv[:, None], mask, "seq-mean-token-mean", 1.0)
+    assert float(openrlhf) == pytest.approx(k3 / 4, rel=1e-6)  # policy terms cancel: (−1 + 1)/2 = 0
+    grpo_inside, _ = grpo_token_loss(logps, logps, ref, adv, mask, beta=1.0, loss_type="grpo")
+    assert float(grpo_inside) == pytest.approx(k3 / 2, rel=1e-12)
 
 
 def test_verl_dual_clip_is_a_divergence():

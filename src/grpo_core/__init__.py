@@ -46,33 +46,41 @@ What every public function and class of the package promises, and what
 ``tests/test_fuzz.py``, ``tests/test_contract.py`` and
 ``tests/test_formula_options.py`` enforce.
 
-**Accepted inputs.** Arrays may be NumPy arrays, Python numbers or (nested)
-sequences of real numbers, or torch tensors of any floating dtype (float64,
-float32, float16, bfloat16), with or without ``requires_grad``, contiguous or
-not. Integers are accepted as numbers (Python ints beyond the float64 range
-are refused as not finite). Booleans, strings (numeric or not), bytes,
-complex numbers, ``None`` and ragged sequences are never numbers. A scalar knob
-(ε, β, lr, …) is a finite ``int`` or ``float`` (NumPy's too), never a bool;
-counts and seeds are integers (seeds in [0, 2**64)); choices are exact strings;
-flags are bools; random generators are passed explicitly (a NumPy
-``Generator`` or a torch ``Generator``), never drawn from the global state.
+**Accepted inputs.** Arrays may be NumPy arrays (``longdouble`` included),
+Python numbers or (nested) sequences of real numbers (0-d tensors among them),
+or torch tensors of any floating dtype (float64, float32, float16, bfloat16,
+the float8 types), with or without ``requires_grad``, contiguous or not.
+Integers, integer arrays and integer tensors are numbers (the token loss's
+log-probabilities too); Python ints and ``longdouble`` values beyond the
+float64 range are refused where the computation is in float64. Booleans,
+strings (numeric or not), bytes, complex numbers, ``None`` and ragged
+sequences are never numbers. A scalar knob (ε, β, lr, …) is a finite ``int``
+or ``float`` (NumPy's too), never a bool; counts are integers (group sizes,
+steps, epochs and pairs up to 10**7; token counts, ``num_items_in_batch`` and
+``max_completion_length``, up to 2**53); seeds are integers in [0, 2**64)
+(``run_seeds`` included); choices are exact strings; flags are bools (NumPy's
+too); random generators are passed explicitly (a NumPy ``Generator`` or a
+torch ``Generator``), never drawn from the global state.
 
 **What comes back.** Element-wise formulas (``clipping``, ``kl``,
 ``objective``) return the backend they were given: NumPy in, NumPy out;
 torch in, torch out, on the same device, with autograd through it.
-Floating dtypes are kept, except that 16-bit floats (float16, bfloat16) are
-computed and returned in float32; integers become float64. The NumPy-only
-functions (advantages, the bandit, DPO, PPO, RLOO, the verifier) take
-tensors too (detached, copied) and return float64 NumPy arrays or Python
-floats. Comparisons are made in the input's dtype, so NumPy and torch arrays
-of one dtype give the same clip masks, also for a ratio exactly on the edge.
+Floating dtypes are kept, except that floats narrower than 32 bits (float16,
+bfloat16, float8) are computed and returned in float32; integers become
+float64. The NumPy-only functions (advantages, the bandit, DPO, PPO, RLOO,
+the verifier) take tensors too (detached) and return float64 NumPy arrays or
+Python floats. Whatever a function or a trainer keeps is its own copy:
+changing the caller's array or tensor afterwards changes no result.
+Comparisons are made in the input's dtype, so NumPy and torch arrays of one
+dtype give the same clip masks, also for a ratio exactly on the edge.
 
 **Errors.** Bad input raises ``ValueError`` (a value out of range, a shape,
 a NaN or inf, an overflow) or ``TypeError`` (a kind of object that is not
 accepted) — never another class — and the message names the argument and
-says what was expected. Arguments are validated once, at the public
-boundary; the ``_kernels`` behind it trust their inputs and read like their
-equation.
+says what was expected (quoting at most 80 characters of it). Arguments are
+validated once, where they enter the public API (``_validate``); the unchecked
+kernels behind it (``_kernels``, one module) trust their inputs and read like
+their equation, and a trainer calls them on its own, already valid state.
 
 **Numeric guarantees.**
 
@@ -83,12 +91,22 @@ equation.
   is exponentiated.
 * No silent inf or NaN from finite input. Log-ratios are clamped to ±20
   before they are exponentiated (``clipping.LOG_RATIO_BOUND``, the bound of
-  verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio, k3 and
-  r·k3 stay below :math:`e^{20} \approx 4.9\cdot10^8`, with zero gradient beyond the bound.
+  verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio and k3
+  stay below :math:`e^{20} \approx 4.9\cdot10^8` and their product r·k3
+  (``kl_k3_ratio``, TRL's unclipped ``per_token_kl * coef_1``) below
+  :math:`e^{40} \approx 2.4\cdot10^{17}`, with zero gradient beyond the bound;
+  a NumPy difference of log-probs beyond the float range (1e308 - (-1e308))
+  is clamped like any other, without a warning.
   Where a result truly exceeds the float range (k1 of log-probs 1e308
   apart, r·Â in the clipped surrogate, β·margin in DPO, R − V in PPO,
   Dr. GRPO's R − mean(R) of rewards ±1e308 apart, log-softmax of logits
-  1e308 apart) a ``ValueError`` says so.
+  1e308 apart, the memory and FLOPs of 1e308 parameters) a ``ValueError``
+  says so.
+* Means and sums of finite values are taken at an exact power-of-two scale
+  (reward means and stds, :math:`V^\pi`, the objective's means, GSPO's
+  per-completion sum of log-ratios), so they are finite whenever the result
+  is representable, and bit for bit the plain sum wherever that did not
+  overflow.
 * Advantages are scale-safe: rewards are divided by an exact power of two
   before they are centred, which changes no result that did not overflow,
   so any finite rewards give finite, correct Â (``[1e200, 0]`` gives ±1,
@@ -99,9 +117,18 @@ equation.
   error below ~1e-10 of the spread). A zero-variance group gives
   Â = 0 exactly, in any dtype (``[0.97] * 14`` in float32 included).
 * Probabilities may hold exact zeros where a policy legitimately reached
-  them (0 log 0 = 0 in the KL and the entropy).
-* The verifier normalises answers in linear time and compares numbers of
-  any length (exactly as rationals up to 4000 digits, as written beyond).
+  them (0 log 0 = 0 in the KL and the entropy); only where their logarithm is
+  taken (``set_policy``, ``kl_regularized_optimum``) must they be > 0. A
+  trainer's KL is computed from its logits, so it stays finite where
+  :math:`\pi_\mathrm{ref}` underflowed to 0. A trainer whose policy collapsed
+  (lr ≥ 1e4, or ``init_logits=[0, 800, 0, 0]``) still steps, snapshots, is
+  tracked and replays from its seed; an update that overflows the logits or
+  their spread raises ``Diverged`` (a ``ValueError``) naming lr, and one whose
+  gradient overflowed says so, naming the rewards and β instead.
+* The verifier reads completions and normalises answers in linear time and
+  compares numbers of any length (exactly as rationals up to 4000 digits, as
+  written beyond); a float reference matches what ``str`` writes for it and
+  its exact decimal value (``1e-07``: "1e-07" and "0.0000001").
 """
 
 from grpo_core.advantages import (

@@ -1,10 +1,4 @@
-"""Array plumbing shared by every public function: which library an array belongs to, and the input checks
-of the package docstring's contract.
-
-The per-term formulas (ratio, clip, KL estimators) are written once and run on
-NumPy arrays for the bandit and on torch tensors, with autograd, for tokens;
-:func:`namespace` picks the library, and torch is imported only when a tensor is
-actually passed in.
+"""The input checks of the package docstring's contract, shared by every public function.
 
 Each check raises a ``ValueError`` (a value out of range, a shape, a non-finite
 entry) or a ``TypeError`` (a kind of object that is not accepted) whose message
@@ -20,31 +14,22 @@ import sys
 
 import numpy as np
 
+from grpo_core._kernels import is_torch
 
-def is_torch(x) -> bool:
-    """True for a ``torch.Tensor`` (checked without importing torch)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
-
-
-def namespace(x):
-    """The module whose ``exp``, ``log``, ``minimum``, ``clip`` act on ``x``."""
-    return sys.modules["torch"] if is_torch(x) else np
-
-
-LOW_PRECISION = ("float16", "bfloat16")
 MAX_COUNT = 10**7  # group sizes, steps, epochs, pairs: far beyond any teaching run, and a loop that ends
+MAX_TOKENS = 2**53  # token counts (a global batch's): any a run reaches, each exact in float64
 
 
 def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
     """``x`` as a finite float array of its own backend.
 
-    NumPy arrays, Python numbers and (nested) sequences of real numbers give a
-    NumPy array; a torch tensor stays a tensor (on its device, with its
-    autograd graph). Floating dtypes are kept, except 16-bit ones (float16,
-    bfloat16), which become float32; integers become float64. Booleans,
-    strings (numeric or not), complex numbers, ``None`` and ragged sequences
-    are refused with a ``TypeError``.
+    NumPy arrays, Python numbers and (nested) sequences of real numbers (0-d
+    tensors among them) give a NumPy array; a torch tensor stays a tensor (on
+    its device, with its autograd graph). Floating dtypes are kept, except
+    those narrower than 32 bits (float16, bfloat16, the float8 variants), which
+    become float32; integers become float64. Booleans, strings (numeric or
+    not), complex numbers, ``None`` and ragged sequences are refused with a
+    ``TypeError``.
     """
     x = _torch_float(x, name) if is_torch(x) else _numpy_float(x, name)
     if ndim is not None and x.ndim not in ndim:
@@ -57,11 +42,17 @@ def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
 
 
 def numpy_array(x, name: str, *, ndim: tuple[int, ...] | None = None) -> np.ndarray:
-    """``x`` as a finite float64 NumPy array, for the NumPy-only functions (a tensor is detached and copied)."""
+    """``x`` as a finite float64 NumPy array of its own, for the NumPy-only functions.
+
+    Always a copy (of a tensor, detached): the caller may change its buffer
+    afterwards. A ``longdouble`` value beyond the float64 range is refused.
+    """
     x = finite_array(x, name, ndim=ndim)
-    if is_torch(x):
-        return x.detach().cpu().double().numpy()
-    return np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):  # a longdouble beyond the float64 range becomes inf, refused below
+        copy = x.detach().cpu().double().numpy().copy() if is_torch(x) else np.array(x, dtype=np.float64)
+    if not all_finite(copy):  # only a longdouble can be finite and still overflow float64
+        raise ValueError(f"{name} must lie within the float64 range (|x| < 1.8e308)")
+    return copy
 
 
 def scalar(x, name: str) -> float:
@@ -74,14 +65,24 @@ def _torch_float(x, name: str):
         raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {x.dtype}")
     if not x.is_floating_point():
         return x.double()
-    if str(x.dtype).removeprefix("torch.") in LOW_PRECISION:
-        return x.float()
+    return x.float() if x.dtype.itemsize < 4 else x  # float16, bfloat16, float8: computed in float32
+
+
+def _without_tensors(x, name: str):
+    """Nested sequences with each tensor in them as a float64 NumPy array (``np.asarray`` would call a tensor's
+    ``numpy()``, which refuses one that requires grad or has a dtype NumPy lacks)."""
+    if is_torch(x):
+        return _torch_float(x, name).detach().cpu().double().numpy()
+    if isinstance(x, (list, tuple)):
+        return [_without_tensors(v, name) for v in x]
     return x
 
 
 def _numpy_float(x, name: str) -> np.ndarray:
     if x is None or isinstance(x, (str, bytes, dict, set, frozenset)):
         raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
+    if isinstance(x, (list, tuple)) and "torch" in sys.modules:
+        x = _without_tensors(x, name)
     try:
         array = np.asarray(x)
     except (TypeError, ValueError) as err:
@@ -101,7 +102,7 @@ def _numpy_float(x, name: str) -> np.ndarray:
         raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
     if kind != "f":
         return array.astype(np.float64)
-    return array.astype(np.float32) if array.dtype.name in LOW_PRECISION else array
+    return array.astype(np.float32) if array.dtype.itemsize < 4 else array
 
 
 def _torch():
@@ -134,6 +135,14 @@ def overflow_checked(compute, what: str):
     return result
 
 
+def arrays(**named) -> tuple:
+    """The named arguments as finite arrays of one backend and one shape, in the order given
+    (the element-wise formulas' inputs: log-probabilities, ratios, advantages)."""
+    checked = {name: finite_array(value, name) for name, value in named.items()}
+    same_shape(**checked)
+    return tuple(checked.values())
+
+
 def same_shape(**arrays) -> None:
     """Raise if the named arrays mix NumPy and torch, or differ in shape."""
     kinds = {name: "torch.Tensor" if is_torch(a) else "numpy array" for name, a in arrays.items()}
@@ -146,10 +155,16 @@ def same_shape(**arrays) -> None:
         raise ValueError(f"shapes must match: {listed}")
 
 
+def _shown(value) -> str:
+    """``repr(value)``, cut to 80 characters (a message quoting a 10**6-character argument would bury it)."""
+    shown = repr(value)
+    return shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
+
+
 def real_number(value, name: str) -> float:
     """A finite real number: ints, floats and their NumPy types; never a bool, string or complex."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {_shown(value)}")
     try:
         value = float(value)
     except OverflowError:
@@ -184,9 +199,10 @@ def unit_interval(value, name: str) -> float:
 
 
 def positive_int(value, name: str, *, minimum: int = 1, maximum: int = MAX_COUNT) -> int:
-    """An integer in ``[minimum, maximum]`` (a group size, a number of epochs; ``MAX_COUNT`` by default)."""
+    """An integer in ``[minimum, maximum]`` (a group size, a number of epochs: ``MAX_COUNT`` by default; a token
+    count: ``MAX_TOKENS``)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {_shown(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if value > maximum:
@@ -202,23 +218,24 @@ def seed_value(value, name: str = "seed") -> int:
 def boolean(value, name: str) -> bool:
     """``True`` or ``False`` (NumPy bools too), nothing else."""
     if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__} {_shown(value)}")
     return bool(value)
 
 
 def choice(value, name: str, options: tuple[str, ...]) -> str:
     """One of a fixed set of strings."""
     if not isinstance(value, str) or value not in options:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {value!r}")
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, options))}; got {_shown(value)}")
     return value
 
 
-def probabilities(p, name: str, *, allow_zero: bool = False) -> np.ndarray:
-    """A probability vector (last axis), as float64: entries in (0, 1] (or [0, 1]) summing to 1."""
+def probabilities(p, name: str, *, positive: bool = False) -> np.ndarray:
+    """A probability vector (last axis), as float64: entries in [0, 1] (in (0, 1] if ``positive``, where a
+    logarithm is taken) summing to 1. A policy that has collapsed holds exact zeros: they are probabilities."""
     p = numpy_array(p, name, ndim=(1, 2))
-    low_ok = (p >= 0) if allow_zero else (p > 0)
+    low_ok = (p > 0) if positive else (p >= 0)
     if not bool(low_ok.all()) or not bool((p <= 1).all()):
-        raise ValueError(f"{name} must have every entry in {'[0' if allow_zero else '(0'}, 1]")
+        raise ValueError(f"{name} must have every entry in {'(0' if positive else '[0'}, 1]")
     if not np.allclose(p.sum(-1), 1.0, atol=1e-6):
         raise ValueError(f"{name} must sum to 1 over its last axis")
     return p
@@ -235,16 +252,14 @@ def tensor(value, name: str):
 
 
 def token_log_probs(value, name: str, shape: tuple[int, ...] | None):
-    """A floating (B, T) tensor of log-probabilities (16-bit ones as float32); finiteness is checked under the mask."""
-    torch = _torch()
+    """A (B, T) tensor of log-probabilities, as :func:`finite_array` types it (narrow floats as float32, integers as
+    float64); finiteness is checked under the mask (:func:`masked_log_ratio`)."""
     value = tensor(value, name)
-    if not value.is_floating_point():
-        raise TypeError(f"{name} must hold floating-point log-probabilities, got dtype {value.dtype}")
     if shape is None and (value.ndim != 2 or 0 in value.shape):
         raise ValueError(f"{name} must have shape (completions, tokens) with both > 0, got {tuple(value.shape)}")
     if shape is not None and tuple(value.shape) != shape:
         raise ValueError(f"{name} must have the shape of logps {shape}, got {tuple(value.shape)}")
-    return value.float() if value.dtype in (torch.float16, torch.bfloat16) else value
+    return _torch_float(value, name)
 
 
 def token_mask(mask, shape: tuple[int, ...], allow_empty_rows: bool):
@@ -256,7 +271,10 @@ def token_mask(mask, shape: tuple[int, ...], allow_empty_rows: bool):
     if mask.dtype == torch.bool:
         keep = mask
     elif mask.is_floating_point() or mask.dtype.is_complex:
-        if mask.dtype.is_complex or not bool(((mask == 0) | (mask == 1)).all()):
+        if mask.dtype.is_complex:
+            raise TypeError(f"mask must be a bool, integer or float tensor, got dtype {mask.dtype}")
+        mask = _torch_float(mask, "mask")  # float8 has no comparisons: as float32
+        if not bool(((mask == 0) | (mask == 1)).all()):
             raise ValueError("mask must hold only 0 and 1 (or be a bool tensor)")
         keep = mask != 0
     else:  # integers: two reductions, no (B, T) temporary
@@ -291,24 +309,48 @@ def token_batch(logps, old_logps, ref_logps, advantages, mask, *, allow_empty_ro
     return logps, old_logps, ref_logps, advantages, (mask, keep, lengths)
 
 
+def masked_log_ratio(top, bottom, keep, names: str):
+    """``top - bottom`` where the mask is 1, exactly 0 elsewhere, and its largest magnitude.
+
+    The finiteness check of the token batch: one read-only pass (``aminmax``)
+    checks the unmasked entries finite (a non-finite result names the tensor
+    that holds the NaN or inf, or says that the difference overflowed), and
+    its magnitude tells the caller whether the clamp can change anything.
+    """
+    torch = _torch()
+    log_ratio = torch.where(keep, top - bottom, 0.0)
+    smallest, largest = (float(v) for v in torch.aminmax(log_ratio.detach()))
+    if not (math.isfinite(smallest) and math.isfinite(largest)):
+        first, second = names.split(" - ")
+        for value, name in ((top, first), (bottom, second)):
+            if not all_finite(torch.where(keep, value.detach(), 0.0)):
+                raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
+        raise ValueError(f"{names} overflows the float range where mask is 1")
+    return log_ratio, max(-smallest, largest)
+
+
+def clip_range(eps_low, eps_high) -> tuple[float, float]:
+    """The band ``(1 - eps_low, 1 + eps_high)`` of eq. (7); ``eps_high=None`` means ``eps_low``."""
+    eps_low = nonnegative(eps_low, "eps_low")
+    eps_high = eps_low if eps_high is None else nonnegative(eps_high, "eps_high")
+    return 1.0 - eps_low, 1.0 + eps_high
+
+
+def clip_band(eps_low, eps_high, delta) -> tuple[float, float, float | None]:
+    """Eq. (7)'s band ``(low, high)`` and the cap ``delta``: ``None`` or a number > 1 + eps_high."""
+    low, high = clip_range(eps_low, eps_high)
+    if delta is None:
+        return low, high, None
+    delta = real_number(delta, "delta")
+    if delta <= high:
+        raise ValueError(f"delta must be > 1 + eps_high = {high}, got {delta}")
+    return low, high, delta
+
+
 def check_clipped_update(config) -> None:
     """Validate the knobs every clipped update shares (bandit GRPO and PPO, sequence GRPO):
     ``eps_low``, ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
-    nonnegative(config.eps_low, "eps_low")
-    if config.eps_high is not None:
-        nonnegative(config.eps_high, "eps_high")
+    clip_range(config.eps_low, config.eps_high)
     nonnegative(config.beta, "beta")
     positive(config.lr, "lr")
     positive_int(config.inner_epochs, "inner_epochs")
-
-
-def power_of_two(values, axis) -> np.ndarray:
-    """A power of two ``s`` with ``max|values| / s`` in [1, 2) (1 for all-zero values).
-
-    Dividing by it is exact, and every step of eq. (3) commutes with it bit
-    for bit, so the rewards can be brought near 1 before they are centred
-    (no overflow for 1e308, no underflow of the variance for 1e-200) without
-    changing any result that did not overflow.
-    """
-    peak = np.abs(values).max(axis=axis, keepdims=True)
-    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)

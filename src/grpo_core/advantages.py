@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import choice, nonnegative, numpy_array, positive, positive_int, power_of_two
+from grpo_core import _kernels as K
+from grpo_core._kernels import power_of_two
+from grpo_core._validate import choice, nonnegative, numpy_array, positive, positive_int
 
 SCALES = ("group", "batch", "none")
 
@@ -80,9 +82,7 @@ def group_mean(rewards) -> np.ndarray:
     The zero-parameter "critic" of GRPO (§5): one value per group, shape ``()``
     for one group or ``(prompts,)`` for a batch.
     """
-    rewards = _rewards(rewards)
-    scale = power_of_two(rewards, -1)
-    return (rewards / scale).mean(axis=-1) * scale[..., 0]
+    return K.mean(_rewards(rewards))
 
 
 def centered_rewards(rewards) -> np.ndarray:

@@ -12,58 +12,43 @@ divergence", 2020). Each estimates :math:`\mathrm{KL}(\pi_\theta\,\|\,\pi_\mathr
 Their *gradients* are another matter (what the loss actually uses):
 :math:`\mathbb E_{\pi_\theta}[\nabla k_1] = 0`,
 :math:`\mathbb E_{\pi_\theta}[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` and
-:math:`\mathbb E_{\pi_\theta}[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the reverse
-direction. Two production fixes restore the forward-KL gradient:
-:func:`kl_k3_ratio` (TRL's ``use_bias_correction_kl``) and :func:`kl_k3_plus`
-(verl's ``"k3+"``).
+:math:`\mathbb E_{\pi_\theta}[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the KL with
+its arguments swapped. Two production fixes restore the gradient of
+:math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`: :func:`kl_k3_ratio` (TRL's ``use_bias_correction_kl``)
+and :func:`kl_k3_plus` (verl's ``"k3+"``). (The words "forward" and "reverse" are avoided here on purpose:
+TRL 1.16.0's ``grpo_config.py`` and OpenRLHF call :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` the
+*reverse* KL, as the variational-inference literature does, while some texts call it the forward one. The
+arguments say which is meant.)
 
 Where :math:`\rho` is exponentiated, the log-ratio is clamped to
 ``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (:data:`grpo_core.clipping.LOG_RATIO_BOUND`), the bound verl 0.9.1 applies
-before every ``exp`` of a log-ratio (``kl_penalty_forward`` and
-``compute_policy_loss`` in ``verl/trainer/ppo/core_algos.py``): a value stays
-below :math:`e^{20}\approx 4.9\cdot10^8` instead of overflowing, and its
-gradient is 0 beyond the bound (as a clamp's is). Log-probabilities of real
-policies rarely differ by more than 20 nats on a sampled token.
+to the log-ratio of its k3 (``kl_penalty_forward``, ``"low_var_kl"``) and of its token ratio
+(``compute_policy_loss_vanilla``) in ``verl/trainer/ppo/core_algos.py``: k3 stays below
+:math:`e^{20} - 21 \approx 4.9\cdot10^8` instead of overflowing, and its gradient is 0 beyond the bound (as a
+clamp's is). verl also clamps the k3 *value* to [−10, 10] (so does OpenRLHF, whose k3 clamps the log-ratio from below
+at −10 only); ``grpo_core`` does not, so the two agree wherever k3 < 10. :func:`kl_k3_ratio` multiplies two clamped
+factors, the ratio :math:`r \le e^{20}` and k3, so it stays below :math:`e^{40} \approx 2.4\cdot10^{17}`.
+Log-probabilities of real policies rarely differ by more than 20 nats on a sampled token.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from grpo_core._validate import finite_array, is_torch, namespace, overflow_checked, probabilities, same_shape
-from grpo_core.clipping import _clamped, _ratio
-
-
-def _k3_of(log_rho):
-    """k3 = ρ - log ρ - 1 from the (clamped) log ρ, with ``expm1``: exactly 0 where the log-probs agree."""
-    return namespace(log_rho).expm1(log_rho) - log_rho
-
-
-def _k3(logp, ref_logp):
-    return _k3_of(_clamped(ref_logp - logp))
-
-
-def _k2(logp, ref_logp):
-    return 0.5 * (logp - ref_logp) ** 2
-
-
-def _log_probs(**named):
-    """Validate same-backend, same-shape log-probabilities; return them in the order given."""
-    arrays = {name: finite_array(value, name) for name, value in named.items()}
-    same_shape(**arrays)
-    return tuple(arrays.values())
+from grpo_core import _kernels as K
+from grpo_core._validate import arrays, overflow_checked, probabilities, same_shape
 
 
 def kl_k1(logp, ref_logp):
     r"""k1 = :math:`\log\pi_\theta(o) - \log\pi_\mathrm{ref}(o)`, unbiased, can be negative."""
-    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
     return overflow_checked(lambda: logp - ref_logp, "k1 = logp - ref_logp")
 
 
 def kl_k2(logp, ref_logp):
     r"""k2 = :math:`\tfrac12(\log\pi_\mathrm{ref}(o) - \log\pi_\theta(o))^2`, nonnegative, biased."""
-    logp, ref_logp = _log_probs(logp=logp, ref_logp=ref_logp)
-    return overflow_checked(lambda: _k2(logp, ref_logp), "k2 = (logp - ref_logp)**2 / 2")
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return overflow_checked(lambda: 0.5 * (logp - ref_logp) ** 2, "k2 = (logp - ref_logp)**2 / 2")
 
 
 def kl_k3(logp, ref_logp):
@@ -74,44 +59,36 @@ def kl_k3(logp, ref_logp):
     Written with ``expm1`` so that it is exactly 0 where the log-probs agree;
     the log-ratio is clamped to ±20 (module docstring).
     """
-    return _k3(*_log_probs(logp=logp, ref_logp=ref_logp))
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return K.k3(K.log_ratio(ref_logp, logp))
 
 
 def kl_k3_ratio(logp, ref_logp, old_logp):
     r"""k3 times the importance ratio of eq. (6): :math:`r\,k_3`, :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}`.
 
     TRL 1.16.0's ``use_bias_correction_kl=True`` (``per_token_kl * coef_1``,
-    the *unclipped* ratio, gradient through both factors). For samples drawn
-    from :math:`\pi_{\theta_\mathrm{old}}`,
+    the *unclipped* ratio, gradient through both factors). Both factors are clamped
+    (module docstring), so the product stays below :math:`e^{40}`: from valid
+    log-probabilities ``kl_k3_ratio([-20], [0], [-40])`` is :math:`e^{20}(e^{20} - 21) \approx 2.35\cdot10^{17}`.
+    For samples drawn from :math:`\pi_{\theta_\mathrm{old}}`,
     :math:`\mathbb E_{o\sim\pi_{\theta_\mathrm{old}}}[\nabla_\theta(r\,k_3)]
     = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
     """
-    logp, ref_logp, old_logp = _log_probs(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
-    return _ratio(logp, old_logp) * _k3(logp, ref_logp)
-
-
-def _k3_plus_of(log_rho):
-    """k3's value, k2 = (log ρ)²/2's gradient (straight-through), from the (clamped) log ρ."""
-    k3 = _k3_of(log_rho)
-    if not is_torch(k3):
-        return k3
-    k2 = 0.5 * log_rho**2
-    return (k2 - k2.detach()) + k3.detach()
-
-
-def _k3_plus(logp, ref_logp):
-    return _k3_plus_of(_clamped(ref_logp - logp))
+    logp, ref_logp, old_logp = arrays(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
+    return K.ratio(logp, old_logp) * K.k3(K.log_ratio(ref_logp, logp))
 
 
 def kl_k3_plus(logp, ref_logp):
     r"""The value of k3 with the gradient of k2 (straight-through), verl 0.9.1's ``kl_penalty(..., "k3+")``.
 
     :math:`\mathbb E_{\pi_\theta}[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, while
-    k3's own gradient estimates the reverse KL's. On torch the result is
+    k3's own gradient estimates :math:`\nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`. verl clamps the k3
+    value to [−10, 10] (``grpo_core`` does not); the gradient, k2's, is unclamped in both. On torch the result is
     ``(k2 - k2.detach()) + k3.detach()`` (verl's order of terms, so the value is
     k3 bit for bit); NumPy has no gradient and returns the k3 value.
     """
-    return _k3_plus(*_log_probs(logp=logp, ref_logp=ref_logp))
+    logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
+    return K.k3_plus(K.log_ratio(ref_logp, logp))
 
 
 def categorical_kl(p, q) -> np.ndarray:
@@ -119,8 +96,8 @@ def categorical_kl(p, q) -> np.ndarray:
 
     ``p`` may hold exact zeros (:math:`0\log 0 = 0`); ``q`` must be > 0 wherever ``p`` is.
     """
-    p = probabilities(p, "p", allow_zero=True)
-    q = probabilities(q, "q", allow_zero=True)
+    p = probabilities(p, "p")
+    q = probabilities(q, "q")
     same_shape(p=p, q=q)
     if bool(((q == 0) & (p > 0)).any()):
         raise ValueError("q must be > 0 wherever p > 0 (else KL(p||q) is infinite)")
@@ -131,5 +108,4 @@ def categorical_kl(p, q) -> np.ndarray:
 
 def entropy(p) -> np.ndarray:
     r"""Shannon entropy :math:`H(p) = -\sum_a p_a \log p_a` in nats, over the last axis (:math:`0\log 0 = 0`)."""
-    p = probabilities(p, "p", allow_zero=True)
-    return -np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0).sum(axis=-1)
+    return K.entropy(probabilities(p, "p"))

@@ -8,27 +8,11 @@ version, with a mean over each completion's tokens, is
 
 from __future__ import annotations
 
-from grpo_core._validate import choice, finite_array, nonnegative, overflow_checked, same_shape
-from grpo_core.clipping import _clamped, _ratio, _surrogate, clip_range, delta_cap
-from grpo_core.kl import _k3_of, _k3_plus_of
+from grpo_core import _kernels as K
+from grpo_core._kernels import KL_ESTIMATORS
+from grpo_core._validate import arrays, choice, clip_band, nonnegative, overflow_checked
 
-KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
-
-
-def _kl_term(estimator: str, log_rho, ratio):
-    r"""The per-sample KL term that enters the loss, from the clamped
-    :math:`\log\rho = \log\pi_\mathrm{ref} - \log\pi_\theta`:
-    k3 (eq. 8), r·k3 (``"k3_ratio"``) or k3 with k2's gradient (``"k3_plus"``)."""
-    if estimator == "k3_plus":
-        return _k3_plus_of(log_rho)
-    k3 = _k3_of(log_rho)
-    return ratio * k3 if estimator == "k3_ratio" else k3
-
-
-def _samples(**named):
-    arrays = {name: finite_array(value, name) for name, value in named.items()}
-    same_shape(**arrays)
-    return tuple(arrays.values())
+__all__ = ["KL_ESTIMATORS", "clip_objective", "grpo_objective"]
 
 
 def clip_objective(
@@ -38,11 +22,10 @@ def clip_objective(
 
     ``delta`` caps the unclipped branch as in :func:`grpo_core.clipping.clipped_surrogate`.
     """
-    logp, old_logp, advantages = _samples(logp=logp, old_logp=old_logp, advantages=advantages)
-    low, high = clip_range(eps_low, eps_high)
-    delta = delta_cap(delta, high)
+    logp, old_logp, advantages = arrays(logp=logp, old_logp=old_logp, advantages=advantages)
+    low, high, delta = clip_band(eps_low, eps_high, delta)
     return overflow_checked(
-        lambda: _surrogate(_ratio(logp, old_logp), advantages, low, high, delta).mean(), "the mean of r·advantages"
+        lambda: K.clip_objective(logp, old_logp, advantages, low, high, delta), "the mean of r·advantages"
     )
 
 
@@ -75,17 +58,13 @@ def grpo_objective(
     branch (:func:`grpo_core.clipping.clipped_surrogate`). With one action per
     sample the token and the sequence ratio coincide.
     """
-    logp, old_logp, ref_logp, advantages = _samples(
+    logp, old_logp, ref_logp, advantages = arrays(
         logp=logp, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages
     )
-    low, high = clip_range(eps_low, eps_high)
-    delta = delta_cap(delta, high)
+    low, high, delta = clip_band(eps_low, eps_high, delta)
     beta = nonnegative(beta, "beta")
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
-    ratio = _ratio(logp, old_logp)
-
-    def objective():
-        surrogate = _surrogate(ratio, advantages, low, high, delta).mean()
-        return surrogate - beta * _kl_term(kl_estimator, _clamped(ref_logp - logp), ratio).mean()
-
-    return overflow_checked(objective, "the objective (advantages or beta too large)")
+    return overflow_checked(
+        lambda: K.grpo_objective(logp, old_logp, ref_logp, advantages, low, high, beta, kl_estimator, delta),
+        "the objective (advantages or beta too large)",
+    )

@@ -4,9 +4,15 @@ Every notebook starts with ``use_style()``: it applies :data:`STYLE` (10-pt
 text, so that even a mathtext sub- or superscript, at 0.7 of that, stays above
 9 CSS px in a figure of at most :data:`MAX_WIDTH` inches, which the book's
 text column shows at its natural size) and, inside IPython,
-makes inline figures SVG with selectable text, no time stamp and fixed ids, so
-that re-executing a notebook reproduces its stored outputs byte for byte.
+makes inline figures SVG with selectable text, no time stamp and fixed ids, and
+gives every figure a text form, :func:`figure_summary`: what it shows (titles,
+labels, limits, ticks, the data of every line, band, bar, point and image),
+each number rounded to a thousandth of its axis's range or finer. nbval
+compares that text, not the SVG (``tests/nbval_sanitize.cfg``): a figure's
+check then means the same on every CPU, where the SVG's coordinates differ in
+their last digits, and still fails when a curve moves by 1 % of its axis.
 
+* :func:`figure_summary` — a figure's data as text, at the precision it is drawn;
 * :func:`band` — the mean over seeds as a line and a quantile range across
   seeds as a shaded band (the learning curves of §7, §8 and §10);
 * :func:`plot_runs` — one panel per quantity of :class:`grpo_core.bandit.runs.RunHistory`
@@ -68,8 +74,14 @@ FIELD_LABELS = {
 """
 
 
+#: How many powers of ten below an axis's range :func:`figure_summary` rounds its numbers: to 1/1000 of the range
+#: or up to ten times finer.
+DIGITS = 3
+
+
 def use_style() -> None:
-    """Apply :data:`STYLE`; inside IPython, also draw inline figures as reproducible SVG."""
+    """Apply :data:`STYLE`; inside IPython, also draw inline figures as reproducible SVG, with
+    :func:`figure_summary` as their plain text."""
     import matplotlib.pyplot as plt
 
     plt.style.use(STYLE)
@@ -77,10 +89,117 @@ def use_style() -> None:
         from IPython import get_ipython
     except ImportError:
         return
-    if get_ipython() is not None:
+    shell = get_ipython()
+    if shell is not None:
+        from matplotlib.figure import Figure
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("svg", metadata={"Date": None})
+        shell.display_formatter.formatters["text/plain"].for_type(
+            Figure, lambda figure, printer, cycle: printer.text(figure_summary(figure))
+        )
+
+
+def figure_summary(figure) -> str:
+    """What ``figure`` shows, as text: its size and titles; per axes its labels, limits, scales and tick labels;
+    the data of every line, band or other collection, bar or patch and image, in data coordinates; every text.
+
+    A number on a linear axis is rounded to a power of ten between 1/10 000 and 1/1 000 of the axis's range
+    (:data:`DIGITS`; 4 significant digits on a log axis; an image's values against its colour range): finer
+    than a pixel, so that a curve that moves by 1 % of its axis changes the text, while differences in the last
+    bits of a computation, as between CPUs, do not. Colours and line styles are left out.
+    """
+    from matplotlib.figure import Figure
+
+    if not isinstance(figure, Figure):
+        raise TypeError(f"figure must be a matplotlib Figure, got {type(figure).__name__}")
+    width, height = figure.get_size_inches()
+    lines = [f"Figure {width:g}x{height:g} in, {len(figure.axes)} axes"]
+    lines += [f"  text {text.get_text()!r}" for text in figure.texts if text.get_text()]  # suptitle included
+    for number, ax in enumerate(figure.axes, 1):
+        lines += _axes_summary(ax, number)
+    return "\n".join(lines)
+
+
+def _axes_summary(ax, number: int) -> list[str]:
+    from matplotlib.collections import PathCollection, QuadMesh
+
+    round_x, round_y = _rounder(ax.xaxis), _rounder(ax.yaxis)
+
+    def points(artist, vertices) -> str:
+        xy = (artist.get_transform() - ax.transData).transform(np.asarray(vertices, dtype=float).reshape(-1, 2))
+        return f"x {round_x(xy[:, 0])} y {round_y(xy[:, 1])}"
+
+    title = " | ".join(ax.get_title(loc) for loc in ("left", "center", "right") if ax.get_title(loc))
+    lines = [f"axes {number}: {title!r}" + (" (colorbar)" if ax.get_label() == "<colorbar>" else "")]
+    for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+        low, high = sorted(axis.get_view_interval())
+        shown = [tick for tick in axis.get_majorticklocs() if low <= tick <= high]
+        ticks = [tick for tick in axis.get_major_formatter().format_ticks(shown) if tick]
+        lines.append(
+            f"  {name} {axis.get_label_text()!r} {axis.get_scale()} {_rounder(axis)(axis.get_view_interval())}"
+            f" ticks {ticks}"
+        )
+    if ax.get_label() == "<colorbar>":  # its colour strip: the image's range, which its axis gives
+        return lines
+    for line in ax.lines:
+        lines.append(f"  line{_label(line)}: {points(line, line.get_xydata())}")
+    for collection in ax.collections:
+        label = f"  {type(collection).__name__}{_label(collection)}"
+        if isinstance(collection, PathCollection):  # scatter: markers at offsets
+            xy = (collection.get_offset_transform() - ax.transData).transform(collection.get_offsets())
+            lines.append(f"{label}: x {round_x(xy[:, 0])} y {round_y(xy[:, 1])}")
+        elif isinstance(collection, QuadMesh):  # pcolormesh: its grid, not one path per cell
+            lines.append(f"{label}: {points(collection, collection.get_coordinates())}")
+        else:
+            lines += [f"{label}: {points(collection, path.vertices)}" for path in collection.get_paths()]
+        if collection.get_array() is not None:
+            lines.append(f"{label} values: {_image_rounder(collection)(collection.get_array())}")
+    for patch in ax.patches:
+        lines.append(f"  {type(patch).__name__}{_label(patch)}: {points(patch, patch.get_path().vertices)}")
+    for image in ax.images:
+        lines.append(f"  image {image.get_array().shape}: {_image_rounder(image)(image.get_array())}")
+    for text in ax.texts:
+        x, y = (text.get_transform() - ax.transData).transform(text.get_position())
+        lines.append(f"  text {text.get_text()!r} at x {round_x([x])} y {round_y([y])}")
+    legend = ax.get_legend()
+    if legend is not None:
+        lines.append(f"  legend {[text.get_text() for text in legend.get_texts()]}")
+    return lines
+
+
+def _label(artist) -> str:
+    """An artist's label, unless matplotlib made it up (``_child3``, ``_nolegend_``)."""
+    label = artist.get_label()
+    return f" {label!r}" if label and not label.startswith("_") else ""
+
+
+def _rounder(axis):
+    """Formats numbers on ``axis`` at the precision of :func:`figure_summary`."""
+    if axis.get_scale() == "log":
+        return lambda values: _format(values, lambda v: np.format_float_positional(v, 4, fractional=False))
+    low, high = axis.get_view_interval()
+    return _quantized(abs(high - low))
+
+
+def _image_rounder(mappable):
+    """Formats the values of an image (or a coloured collection) against its colour range."""
+    mappable.autoscale_None()  # the range that drawing it sets, if it is not set yet
+    return _quantized(abs(mappable.norm.vmax - mappable.norm.vmin))
+
+
+def _quantized(span: float):
+    """Formats numbers rounded to a power of ten between 1/10 000 and 1/1 000 of ``span`` (of 1 if it is 0)."""
+    span = span if np.isfinite(span) and span > 0 else 1.0
+    decimals = DIGITS - int(np.floor(np.log10(span)))
+    quantum = 10.0**-decimals
+    return lambda values: _format(values, lambda v: f"{np.rint(v / quantum) * quantum + 0.0:.{max(decimals, 0)}f}")
+
+
+def _format(values, number) -> str:
+    """``[v1 v2 ...]``, each value formatted by ``number``, masked ones and NaN as ``nan``."""
+    values = np.ma.filled(np.ma.asarray(values, dtype=float), np.nan).ravel()
+    return "[" + " ".join("nan" if np.isnan(v) else number(v) for v in values) + "]"
 
 
 def band(ax, values, *, x=None, label=None, color=None, quantiles=(0.1, 0.9), alpha=0.2):

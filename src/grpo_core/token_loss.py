@@ -10,9 +10,14 @@ that is broadcast to every one of its tokens. The per-token term is
           \,1+\varepsilon_\mathrm{high})\,\hat A_i\big) + \beta\,k_3(i,t)
 
 with :math:`r_{i,t}` the ratio of eq. (6) and :math:`k_3` the estimator of
-eq. (8). β enters here, per token, before any averaging (as in TRL, verl and
-OpenRLHF). ``loss_type`` then says how the masked terms are averaged — the
-only place where the trainers differ, and the source of length bias (§9):
+eq. (8). β enters here, per token, before any averaging, so the KL term is
+averaged exactly like the clipped term (as in TRL, and verl whose KL loss uses the
+same ``loss_agg_mode``). OpenRLHF 0.11.2 differs: it averages its KL loss per token
+in every mode (``aggregate_loss`` with its default ``token_level_loss=True``,
+``openrlhf/trainer/ray/ppo_actor.py`` line 331), so its "seq-mean-token-mean" is
+``grpo(β=0) + [bnpo(β) − bnpo(0)]`` in this function's terms
+(``tests/test_production_formulas.py``). ``loss_type`` then says how the masked
+terms are averaged — the source of length bias's per-token weights (§9):
 
 ``"grpo"``
     eq. (7): mean over each completion's own tokens, then over completions.
@@ -24,6 +29,9 @@ only place where the trainers differ, and the source of length bias (§9):
 ``"dr_grpo"``
     sum over all tokens / (B × ``max_completion_length``), a constant
     (Dr. GRPO, Liu et al. 2025): every token weighs :math:`1/(B\,L_\mathrm{max})`.
+    Pass ``max_completion_length``: its default, the padded width ``T``, is the
+    longest completion that happened to be drawn, which changes from batch to
+    batch, so the "constant" is then not one.
 ``"dapo"``
     sum / number of tokens in the *global* batch (DAPO, Yu et al. 2025). On
     one process it equals "bnpo"; a trainer that splits a batch over processes
@@ -41,12 +49,22 @@ metric are bit for bit the same.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 
-from grpo_core._validate import choice, nonnegative, positive_int, tensor, token_batch
-from grpo_core.clipping import _clamped, _masked_log_ratio, _surrogate, clip_range, delta_cap
-from grpo_core.objective import KL_ESTIMATORS, _kl_term
+from grpo_core import _kernels as K
+from grpo_core._kernels import KL_ESTIMATORS
+from grpo_core._validate import (
+    MAX_TOKENS,
+    choice,
+    clip_band,
+    masked_log_ratio,
+    nonnegative,
+    positive_int,
+    tensor,
+    token_batch,
+)
 
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
@@ -56,6 +74,63 @@ def _tokens_per_row(flags: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Unmasked tokens flagged, per completion. A masked token has the token ratio exp(0) = 1,
     inside every band, so a (B, T) flag needs no mask; a (B, 1) sequence flag covers its completion's tokens."""
     return flags[:, 0] * lengths if flags.shape[-1] == 1 else flags.sum(-1)
+
+
+class _Options(NamedTuple):
+    """The knobs of :func:`grpo_token_loss`, validated against its batch."""
+
+    low: float  # the clip band of eq. (7)
+    high: float
+    delta: float | None  # the cap of the unclipped branch
+    beta: float
+    sequence: bool  # GSPO's sequence ratio instead of the token ratio
+    divisor: torch.Tensor | int | None  # what the masked token sum is divided by (None: each completion's length)
+
+
+def _options(
+    lengths: torch.Tensor,
+    width: int,
+    has_ref: bool,
+    eps_low,
+    eps_high,
+    beta,
+    loss_type,
+    max_completion_length,
+    num_items_in_batch,
+    kl_estimator,
+    delta,
+    importance_sampling_level,
+) -> _Options:
+    """The checks of :func:`grpo_token_loss`'s knobs, given its batch's token counts per completion (``lengths``)
+    and padded length (``width``)."""
+    low, high, delta = clip_band(eps_low, eps_high, delta)
+    beta = nonnegative(beta, "beta")
+    if not has_ref and beta > 0:
+        raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
+    choice(loss_type, "loss_type", LOSS_TYPES)
+    choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
+    choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
+    num_tokens, longest = lengths.sum(), int(lengths.max())
+    if max_completion_length is None:
+        max_completion_length = width
+    max_completion_length = positive_int(max_completion_length, "max_completion_length", maximum=MAX_TOKENS)
+    if loss_type == "dr_grpo" and max_completion_length < longest:
+        raise ValueError(
+            f"max_completion_length must be >= the longest completion ({longest}), got {max_completion_length}"
+        )
+    if num_items_in_batch is not None:
+        num_items_in_batch = positive_int(num_items_in_batch, "num_items_in_batch", maximum=MAX_TOKENS)
+        if num_items_in_batch < int(num_tokens):
+            raise ValueError(
+                f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items_in_batch}"
+            )
+    divisor = {
+        "grpo": None,
+        "bnpo": num_tokens,
+        "dr_grpo": len(lengths) * max_completion_length,
+        "dapo": num_tokens if num_items_in_batch is None else num_items_in_batch,
+    }[loss_type]
+    return _Options(low, high, delta, beta, importance_sampling_level == "sequence", divisor)
 
 
 def grpo_token_loss(
@@ -96,8 +171,10 @@ def grpo_token_loss(
         ``eps_high=None`` means ``eps_low`` (symmetric).
     beta : the KL weight of eq. (9), >= 0.
     loss_type : {"grpo", "bnpo", "dr_grpo", "dapo"}, see the module docstring.
-    max_completion_length : the constant of "dr_grpo" (default ``T``); it must
-        be at least the longest completion.
+    max_completion_length : the constant :math:`L_\mathrm{max}` of "dr_grpo", the *configured*
+        maximum completion length (TRL's ``max_completion_length``); it must be at
+        least the longest completion. The default, the padded width ``T`` of this
+        batch, is kept for one-off calls but is not Dr. GRPO's constant: set it.
     num_items_in_batch : the token count of the global batch, for "dapo"
         (default: the tokens of this batch); at least the tokens of this batch.
     kl_estimator : {"k3", "k3_ratio", "k3_plus"}
@@ -121,65 +198,51 @@ def grpo_token_loss(
         ``"kl"`` (the mean over tokens of the KL term, when ``ref_logps`` is
         given) and ``"loss"``.
 
-    Everything is checked here, once, before the arithmetic; the finiteness of
-    the unmasked entries is checked on the masked log-ratios the loss needs
-    anyway.
+    Every argument is checked once, before the arithmetic (the unmasked
+    entries' finiteness on the masked log-ratios the loss needs anyway).
     """
     logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = token_batch(
         logps, old_logps, ref_logps, tensor(advantages, "advantages"), mask
     )
-    shape = tuple(logps.shape)
-    beta = nonnegative(beta, "beta")
-    if ref_logps is None and beta > 0:
-        raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
-    low, high = clip_range(eps_low, eps_high)
-    delta = delta_cap(delta, high)
-    choice(loss_type, "loss_type", LOSS_TYPES)
-    choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
-    choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
-    num_tokens = lengths.sum()
-    max_length = (
-        shape[1] if max_completion_length is None else positive_int(max_completion_length, "max_completion_length")
+    o = _options(
+        lengths,
+        logps.shape[1],
+        ref_logps is not None,
+        eps_low,
+        eps_high,
+        beta,
+        loss_type,
+        max_completion_length,
+        num_items_in_batch,
+        kl_estimator,
+        delta,
+        importance_sampling_level,
     )
-    if loss_type == "dr_grpo" and max_length < int(lengths.max()):
-        raise ValueError(
-            f"max_completion_length must be >= the longest completion ({int(lengths.max())}), got {max_length}"
-        )
-    if num_items_in_batch is not None:
-        num_items = positive_int(num_items_in_batch, "num_items_in_batch")
-        if num_items < int(num_tokens):
-            raise ValueError(f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items}")
 
-    sequence = importance_sampling_level == "sequence"
-    log_ratio = _masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps", clamp=not sequence)
-    if sequence:  # GSPO: the mean log-ratio of each completion, then clamped
-        log_ratio = _clamped(log_ratio.sum(-1, keepdim=True) / lengths.unsqueeze(-1))
+    log_ratio, peak = masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps")
+    # per token, or GSPO's one per completion (the mean of its tokens'), clamped
+    log_ratio = K.sequence_log_ratio(log_ratio, peak, lengths) if o.sequence else K.clamped_if_needed(log_ratio, peak)
     ratio = torch.exp(log_ratio)  # eq. (6): (B, T), or (B, 1) for the sequence ratio
     adv = advantages.to(ratio.dtype).unsqueeze(-1)  # Â_i on every token of completion i
-    surrogate = _surrogate(ratio, adv, low, high, delta).expand(shape)
+    surrogate = K.surrogate(ratio, adv, o.low, o.high, o.delta).expand(logps.shape)
     per_token = -surrogate
     metrics: dict[str, float] = {}
     if ref_logps is not None:
-        log_rho = _masked_log_ratio(ref_logps.detach(), logps, keep, "ref_logps - logps")
-        kl = _kl_term(kl_estimator, log_rho, ratio)  # 0 at masked positions
-        if beta > 0:
-            per_token = (beta * kl).sub_(surrogate)  # β·KL - surrogate, the same bits as -surrogate + β·KL
+        log_rho, peak = masked_log_ratio(ref_logps.detach(), logps, keep, "ref_logps - logps")
+        kl = K.kl_term(kl_estimator, K.clamped_if_needed(log_rho, peak), ratio)  # 0 at masked positions
+        if o.beta > 0:
+            per_token = (o.beta * kl).sub_(surrogate)  # β·KL - surrogate, the same bits as -surrogate + β·KL
         with torch.no_grad():
-            metrics["kl"] = float(kl.sum() / num_tokens)
+            metrics["kl"] = float(kl.sum() / lengths.sum())
 
     token_sum = per_token * mask  # per_token is finite everywhere, so this is exactly 0 at masked positions
-    if loss_type == "grpo":
-        loss = (token_sum.sum(-1) / lengths).mean()
-    elif loss_type == "dr_grpo":
-        loss = token_sum.sum() / (shape[0] * max_length)
-    elif loss_type == "dapo" and num_items_in_batch is not None:
-        loss = token_sum.sum() / num_items
-    else:  # "bnpo", and "dapo" on one process
-        loss = token_sum.sum() / num_tokens
+    # "grpo": each completion's mean, then the mean over completions; the others: one sum over one divisor
+    loss = (token_sum.sum(-1) / lengths).mean() if o.divisor is None else token_sum.sum() / o.divisor
 
     with torch.no_grad():
-        low_count = (_tokens_per_row(ratio < low, lengths) * (advantages < 0)).sum()
-        high_count = (_tokens_per_row(ratio > high, lengths) * (advantages > 0)).sum()
+        num_tokens = lengths.sum()
+        low_count = (_tokens_per_row(ratio < o.low, lengths) * (advantages < 0)).sum()
+        high_count = (_tokens_per_row(ratio > o.high, lengths) * (advantages > 0)).sum()
         metrics["clip_ratio/region_mean"] = float((low_count + high_count) / num_tokens)  # float32, as TRL logs it
         metrics["clip_ratio/low_mean"] = float(low_count / num_tokens)
         metrics["clip_ratio/high_mean"] = float(high_count / num_tokens)

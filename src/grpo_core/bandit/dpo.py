@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_core import _kernels as K
 from grpo_core._validate import nonnegative, numpy_array, positive, positive_int, probabilities
 from grpo_core.bandit.env import check_rng, log_softmax
 from grpo_core.bandit.trainer import BanditTrainer
@@ -65,16 +66,28 @@ def preference_pairs(rewards, ref_probs, num_pairs: int, rng: np.random.Generato
     Each pair is two *different* completions drawn from :math:`\pi_\mathrm{ref}` without
     replacement (the SFT model's samples, as in DPO), labelled by
     :func:`preference_probability` of their rewards: the reward table is
-    consulted here, once, and never during training.
+    consulted here, once, and never during training. ``ref_probs`` may hold
+    exact zeros (actions never drawn), but at least two actions need a
+    positive probability.
     """
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
     ref_probs = probabilities(ref_probs, "ref_probs")
     if ref_probs.shape != rewards.shape or rewards.size < 2:
         raise ValueError(f"ref_probs must have the shape of rewards (>= 2 actions), got {ref_probs.shape}")
+    if np.count_nonzero(ref_probs) < 2:
+        raise ValueError("ref_probs must give at least 2 actions a positive probability (a pair holds two)")
     num_pairs = positive_int(num_pairs, "num_pairs")
     rng = check_rng(rng)
+    temperature = nonnegative(temperature, "temperature")
+    with np.errstate(divide="ignore"):  # log 0 = -inf: an action π_ref never draws
+        return _preference_pairs(rewards, np.log(ref_probs), num_pairs, rng, temperature)
+
+
+def _preference_pairs(rewards, ref_log_probs, num_pairs: int, rng: np.random.Generator, temperature: float):
+    r"""The kernel of :func:`preference_pairs`, from :math:`\log\pi_\mathrm{ref}` (finite for a trainer's
+    reference, whose probabilities may have underflowed to 0 while their logarithms have not)."""
     # Gumbel-top-2 = drawing two actions from π_ref one after the other, without replacement
-    keys = np.log(ref_probs) + rng.gumbel(size=(num_pairs, rewards.size))
+    keys = ref_log_probs + rng.gumbel(size=(num_pairs, rewards.size))
     first, second = np.argsort(-keys, axis=1)[:, :2].T
     first_wins = rng.random(num_pairs) < preference_probability(rewards[first], rewards[second], temperature)
     return np.where(first_wins[:, None], np.stack([first, second], 1), np.stack([second, first], 1))
@@ -155,7 +168,7 @@ def kl_regularized_optimum(ref_probs, rewards, beta: float) -> np.ndarray:
     The maximiser of :math:`\mathbb E_\pi[r] - \beta\,\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (Rafailov et al., eq. 4).
     Computed in log space; ``ref_probs`` must be > 0 (π* is 0 wherever :math:`\pi_\mathrm{ref}` is).
     """
-    ref_probs = probabilities(ref_probs, "ref_probs")
+    ref_probs = probabilities(ref_probs, "ref_probs", positive=True)
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != ref_probs.shape:
         raise ValueError(f"rewards must have the shape of ref_probs {ref_probs.shape}, got {rewards.shape}")
@@ -215,7 +228,8 @@ class BanditDPO(BanditTrainer):
     def start(self) -> None:
         r"""Draw and label the pair dataset from :math:`\pi_\mathrm{ref}`."""
         cfg = self.config
-        self.pairs = preference_pairs(self.reward_table, self.ref_probs, cfg.num_pairs, self.rng, cfg.temperature)
+        ref_log_probs = K.log_softmax(self.ref_logits)
+        self.pairs = _preference_pairs(self.reward_table, ref_log_probs, cfg.num_pairs, self.rng, cfg.temperature)
         self.samples_drawn = 2 * cfg.num_pairs
 
     def update(self) -> DPOStep:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from grpo_core import _kernels as K
 from grpo_core._validate import numpy_array, positive_int, probabilities
 
 #: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11); B is best.
@@ -18,15 +19,9 @@ CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
 ACTION_NAMES = ("A", "B", "C", "D")
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):  # a logit 1.8e308 below the largest has probability exactly 0
-        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
-
-
 def softmax(logits) -> np.ndarray:
     r""":math:`\pi_\theta = \mathrm{softmax}(\theta)` over the last axis, computed stably."""
-    return _softmax(numpy_array(logits, "logits", ndim=(1, 2)))
+    return K.softmax(numpy_array(logits, "logits", ndim=(1, 2)))
 
 
 def log_softmax(logits, name: str = "logits") -> np.ndarray:
@@ -40,7 +35,7 @@ def log_softmax(logits, name: str = "logits") -> np.ndarray:
         shifted = logits - logits.max(axis=-1, keepdims=True)
     if not np.isfinite(shifted).all():
         raise ValueError(f"{name}: log π overflows float64, the spread max - min of the logits exceeds 1.8e308")
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    return K.log_softmax(logits)
 
 
 def check_rng(rng) -> np.random.Generator:
@@ -53,7 +48,7 @@ def check_rng(rng) -> np.random.Generator:
 def check_actions(actions, num_actions: int) -> np.ndarray:
     """``actions`` as a non-empty 1-D integer array of indices in ``[0, num_actions)``."""
     num_actions = positive_int(num_actions, "num_actions")
-    actions = np.asarray(actions)
+    actions = np.asarray(actions).copy()  # the caller may change its buffer afterwards
     if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
         raise TypeError(
             f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
@@ -69,7 +64,7 @@ def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray
     if (probs < 0).any() or (probs > 1).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
         raise ValueError("probs must lie in [0, 1] and sum to 1")
     group_size = positive_int(group_size, "group_size")
-    return check_rng(rng).choice(probs.size, size=group_size, p=probs / probs.sum())
+    return K.sample(probs, group_size, check_rng(rng))
 
 
 def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
@@ -83,8 +78,9 @@ def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
 
     What a critic would have to learn; the group mean (eq. 5) estimates it.
     """
-    probs = np.asarray(probabilities(probs, "probs"), dtype=float)
+    probs = probabilities(probs, "probs")
     table = numpy_array(reward_table, "reward_table", ndim=(1,))
     if table.shape != probs.shape[-1:]:
         raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
-    return probs @ table
+    scale = K.power_of_two(table, None)  # exact: no overflow in the products of rewards near 1.8e308
+    return probs @ (table / scale) * scale.item()

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_core._kernels import power_of_two
 from grpo_core._validate import (
     boolean,
     check_clipped_update,
@@ -42,14 +43,12 @@ from grpo_core._validate import (
     overflow_checked,
     positive,
     positive_int,
-    power_of_two,
     same_shape,
     scalar,
 )
 from grpo_core.advantages import group_advantages
 from grpo_core.bandit.grpo import objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
-from grpo_core.kl import kl_k1
 
 
 def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
@@ -60,10 +59,10 @@ def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
     :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})` (chapter eq. 8 uses k3 and puts it in the loss instead).
     """
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
-    penalty = numpy_array(kl_k1(logp, ref_logp), "logp - ref_logp")
-    same_shape(rewards=rewards, logp=penalty)
+    logp, ref_logp = numpy_array(logp, "logp", ndim=(1,)), numpy_array(ref_logp, "ref_logp", ndim=(1,))
+    same_shape(rewards=rewards, logp=logp, ref_logp=ref_logp)
     beta = nonnegative(beta, "beta")
-    return overflow_checked(lambda: rewards - beta * penalty, "rewards - beta * (logp - ref_logp)")
+    return overflow_checked(lambda: rewards - beta * (logp - ref_logp), "rewards - beta * (logp - ref_logp)")
 
 
 def fit_value(value: float, targets, lr: float, steps: int) -> float:

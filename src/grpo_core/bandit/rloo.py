@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import nonnegative, positive, positive_int
+from grpo_core import _kernels as K
+from grpo_core._validate import nonnegative, numpy_array, overflow_checked, positive, positive_int
 from grpo_core.advantages import rloo_advantages
+from grpo_core.bandit.env import check_actions, softmax
 from grpo_core.bandit.policy_gradient import reinforce_gradient
 from grpo_core.bandit.ppo import kl_penalized_rewards
 from grpo_core.bandit.trainer import BanditTrainer
@@ -30,7 +32,12 @@ from grpo_core.bandit.trainer import BanditTrainer
 
 def rloo_gradient(logits, actions, rewards) -> np.ndarray:
     r"""The RLOO estimate :math:`\frac1G\sum_i (R_i - b_i)(e_{a_i} - \pi_\theta)`, :math:`b_i` leave-one-out."""
-    return reinforce_gradient(logits, actions, rloo_advantages(rewards))
+    probs = softmax(numpy_array(logits, "logits", ndim=(1,)))
+    actions = check_actions(actions, probs.size)
+    rewards = numpy_array(rewards, "rewards", ndim=(1,))
+    if rewards.shape != actions.shape:
+        raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for {actions.shape}")
+    return overflow_checked(lambda: K.reinforce(probs, actions, rloo_advantages(rewards)), "rewards: sum of R_i - b_i")
 
 
 @dataclass(frozen=True)

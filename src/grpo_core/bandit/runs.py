@@ -21,11 +21,12 @@ and ``clip_fraction``; PPO: the critic's ``value``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._validate import positive_int
+from grpo_core._validate import positive_int, seed_value
 from grpo_core.bandit.trainer import BanditTrainer
 
 
@@ -91,12 +92,14 @@ def run_seeds(make_trainer, steps: int, seeds) -> RunHistory:
     """Run ``make_trainer(seed)`` for ``steps`` updates for every seed; stack the histories.
 
     ``make_trainer`` is a callable seed -> trainer (e.g. a lambda around a
-    trainer class), ``seeds`` an iterable of integers >= 0. ``wall_time`` is
-    the total over the seeds.
+    trainer class), ``seeds`` an iterable of integers in [0, 2**64).
+    ``wall_time`` is the total over the seeds.
     """
     if not callable(make_trainer):
         raise TypeError(f"make_trainer must be a callable seed -> trainer, got {type(make_trainer).__name__}")
-    seeds = [positive_int(seed, "seed", minimum=0) for seed in seeds]
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise TypeError(f"seeds must be an iterable of integers, got {type(seeds).__name__}")
+    seeds = [seed_value(seed) for seed in seeds]
     if not seeds:
         raise ValueError("seeds must list at least one seed")
     runs = [track(make_trainer(seed), steps) for seed in seeds]

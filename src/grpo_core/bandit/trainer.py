@@ -28,21 +28,13 @@ from typing import ClassVar
 
 import numpy as np
 
+from grpo_core import _kernels as K
 from grpo_core._validate import numpy_array, positive_int, seed_value
-from grpo_core.bandit.env import (
-    CHAPTER_REWARDS,
-    check_actions,
-    log_softmax,
-    reward_of,
-    sample_group,
-    softmax,
-    state_value,
-)
-from grpo_core.kl import categorical_kl, entropy
+from grpo_core.bandit.env import CHAPTER_REWARDS, check_actions, log_softmax, state_value
 
 
 class Diverged(ValueError):
-    """An update left the policy's logits, or the gradient that moves them, not finite."""
+    """An update left the policy's logits (or their spread), or the gradient that moves them, not finite."""
 
 
 class BanditTrainer(ABC):
@@ -78,6 +70,7 @@ class BanditTrainer(ABC):
         )
         if self.init_logits.shape != self.reward_table.shape:
             raise ValueError(f"init_logits must have shape {self.reward_table.shape}, got {self.init_logits.shape}")
+        log_softmax(self.init_logits, "init_logits")  # refuses logits whose log π overflows float64
         self.seed = seed_value(seed)
         self.reset()
 
@@ -119,27 +112,27 @@ class BanditTrainer(ABC):
     def step(self):
         """One update; appends its record to ``history`` and returns it.
 
-        An update that overflows the logits stops the run with a ``ValueError``
-        naming the step and the learning rate, instead of a later failure on
-        non-finite logits, and leaves the logits as they were before it.
+        An update that overflows the logits (or their spread, beyond which
+        log π is -inf) stops the run with a :class:`Diverged` (a ``ValueError``)
+        naming the step and the learning rate; one whose gradient overflowed
+        names what did instead. Either leaves the logits as they were before it.
         """
         number, before = len(self.history) + 1, self.logits
         try:
             record = self.update()
         except Diverged as error:
             self.logits = before
-            raise self._diverged(number) from error
-        if not np.isfinite(self.logits).all():
+            raise Diverged(f"step {number}: {error}") from None
+        with np.errstate(over="ignore", invalid="ignore"):
+            diverged = not np.isfinite(np.ptp(self.logits, axis=-1)).all()
+        if diverged:
             self.logits = before
-            raise self._diverged(number)
+            lr = self.config.lr
+            raise Diverged(
+                f"step {number}: the update overflowed the logits (lr={lr} is likely too large; try lr <= {lr / 10:g})"
+            )
         self.history.append(record)
         return record
-
-    def _diverged(self, number: int) -> Diverged:
-        lr = self.config.lr
-        return Diverged(
-            f"step {number}: the update overflowed the logits (lr={lr} is likely too large; try lr <= {lr / 10:g})"
-        )
 
     def run(self, steps: int) -> list:
         """Take ``steps`` updates; their records."""
@@ -147,11 +140,11 @@ class BanditTrainer(ABC):
 
     @property
     def probs(self) -> np.ndarray:
-        return softmax(self.logits)
+        return K.softmax(self.logits)
 
     @property
     def ref_probs(self) -> np.ndarray:
-        return softmax(self.ref_logits)
+        return K.softmax(self.ref_logits)
 
     @property
     def expected_reward(self) -> float:
@@ -172,19 +165,19 @@ class BanditTrainer(ABC):
         return {
             "expected_reward": self.expected_reward,
             "p_best": float(np.mean((probs * best).sum(axis=-1))),
-            "kl": float(np.mean(categorical_kl(probs, self.ref_probs))),
-            "entropy": float(np.mean(entropy(probs))),
+            "kl": float(np.mean(K.policy_kl(self.logits, self.ref_logits))),
+            "entropy": float(np.mean(K.entropy(probs))),
             "samples": self.samples_drawn,
         }
 
     def draw(self, num_samples: int) -> tuple[np.ndarray, np.ndarray]:
         r"""Eqs. (1)-(2): draw ``num_samples`` actions from :math:`\pi_\theta`, count them, return (actions,
         rewards)."""
-        actions = sample_group(self.probs, num_samples, self.rng)
+        actions = K.sample(self.probs, positive_int(num_samples, "num_samples"), self.rng)
         self.samples_drawn += actions.size
-        return actions, reward_of(actions, self.reward_table)
+        return actions, self.reward_table[actions]
 
     def sampled_log_probs(self, actions) -> tuple[np.ndarray, np.ndarray]:
         r""":math:`\log\pi_\theta(a_i)` and :math:`\log\pi_\mathrm{ref}(a_i)` of the given actions."""
         actions = check_actions(actions, self.logits.size)
-        return log_softmax(self.logits)[actions], log_softmax(self.ref_logits)[actions]
+        return K.log_softmax(self.logits)[actions], K.log_softmax(self.ref_logits)[actions]

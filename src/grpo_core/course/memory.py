@@ -36,9 +36,10 @@ this *understates* the wall-clock cost of sampling).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from grpo_core._validate import choice, positive, positive_int
+from grpo_core._validate import boolean, choice, positive, positive_int
 
 ALGORITHMS = ("ppo", "grpo")
 TRAINED_BYTES_PER_PARAM = {"weights": 2, "gradients": 2, "optimizer": 12}
@@ -75,13 +76,11 @@ def models(algorithm: str, *, reward_model: bool = False) -> dict[str, bool]:
     model to either (RLHF); ``False`` is the verifier case (RLVR).
     """
     choice(algorithm, "algorithm", ALGORITHMS)
-    if not isinstance(reward_model, bool):
-        raise TypeError(f"reward_model must be True or False, got {type(reward_model).__name__}")
     held = {"policy": True}
     if algorithm == "ppo":
         held["critic"] = True
     held["reference"] = False
-    if reward_model:
+    if boolean(reward_model, "reward_model"):
         held["reward model"] = False
     return held
 
@@ -94,11 +93,14 @@ def memory_components(num_params: float, algorithm: str, *, reward_model: bool =
     module docstring for the assumptions (no activations, no sharding).
     """
     num_params = positive(num_params, "num_params")
-    return [
+    parts = [
         MemoryComponent(model, state, nbytes, num_params)
         for model, trained in models(algorithm, reward_model=reward_model).items()
         for state, nbytes in (TRAINED_BYTES_PER_PARAM if trained else FROZEN_BYTES_PER_PARAM).items()
     ]
+    if not math.isfinite(sum(part.bytes_per_param for part in parts) * num_params):
+        raise ValueError(f"num_params = {num_params:g} makes the total bytes exceed the float range")
+    return parts
 
 
 def memory_by_model(num_params: float, algorithm: str, *, reward_model: bool = False) -> dict[str, float]:
@@ -148,6 +150,8 @@ def flops_per_prompt(
     completions = positive_int(completions, "completions")
     epochs = positive_int(epochs, "epochs")
     held = models(algorithm, reward_model=reward_model)
+    if not math.isfinite(TRAINING_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions * epochs):
+        raise ValueError("num_params × tokens × completions × epochs: the FLOPs exceed the float range")
     forward = FORWARD_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions
     training = TRAINING_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions * epochs
     flops = {"generation": forward, "reference forward": forward}

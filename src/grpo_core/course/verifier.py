@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections import deque
 from fractions import Fraction
 
 import numpy as np
@@ -38,6 +39,7 @@ THOUSANDS = re.compile(r"^[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?$")
 NUMBER = re.compile(r"^[+-]?(?:[0-9]+/[0-9]+|[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
 TRAILING_PUNCTUATION = ".,;:!"
 MAX_EXACT_DIGITS = 4000  # Python refuses int <-> str conversions beyond 4300 digits
+EXACT_LIMIT = 10**MAX_EXACT_DIGITS  # the smallest integer of more than MAX_EXACT_DIGITS digits
 
 
 def _text(value, name: str) -> str:
@@ -77,10 +79,10 @@ def extract_final_answer(text: str) -> str | None:
     if GSM8K_MARKER in text:
         answer = text.rsplit(GSM8K_MARKER, 1)[1].strip().split("\n", 1)[0].strip()
         return answer or None
-    matches = list(ANSWER_PHRASE.finditer(text))
-    if not matches:
+    last = deque(ANSWER_PHRASE.finditer(text), maxlen=1)  # only the last match is kept: linear in the text
+    if not last:
         return None
-    tokens = text[matches[-1].end() :].replace("$", " ").split()
+    tokens = text[last[0].end() :].replace("$", " ").split()
     answer = tokens[0].strip("*").rstrip(TRAILING_PUNCTUATION) if tokens else ""
     return answer or None
 
@@ -137,19 +139,27 @@ def normalize_answer(answer: str) -> str:
     return answer if number is None else number
 
 
-def _reference(reference) -> str:
+def _references(reference) -> frozenset[str]:
+    """The normalized forms an answer may take to match ``reference``.
+
+    A string is normalized; a number is normalized as Python writes it
+    (``str``), and a float also as the exact rational of that decimal, so
+    ``1e-07`` matches both "1e-07" and "0.0000001".
+    """
     if isinstance(reference, bool) or not isinstance(reference, (str, numbers.Real)):
         raise TypeError(f"reference must be a string or a real number, got {type(reference).__name__}")
-    if isinstance(reference, numbers.Real):
-        if isinstance(reference, numbers.Integral) and abs(int(reference)).bit_length() > 3.3 * MAX_EXACT_DIGITS:
+    if isinstance(reference, str):
+        normalized = normalize_answer(reference)
+        if not normalized:
+            raise ValueError("reference must not be empty")
+        return frozenset({normalized})
+    if isinstance(reference, numbers.Integral):
+        if abs(int(reference)) >= EXACT_LIMIT:
             raise ValueError(f"reference: integers of more than {MAX_EXACT_DIGITS} digits must be given as strings")
-        if not math.isfinite(reference):
-            raise ValueError(f"reference must be finite, got {reference}")
-        return str(Fraction(reference) if isinstance(reference, numbers.Integral) else Fraction(str(reference)))
-    normalized = normalize_answer(reference)
-    if not normalized:
-        raise ValueError("reference must not be empty")
-    return normalized
+        return frozenset({normalize_answer(str(int(reference)))})
+    if not math.isfinite(reference):
+        raise ValueError(f"reference must be finite, got {reference}")
+    return frozenset({normalize_answer(str(reference)), str(Fraction(str(reference)))})
 
 
 def exact_match_reward(completions, reference) -> np.ndarray:
@@ -173,6 +183,6 @@ def exact_match_reward(completions, reference) -> np.ndarray:
         raise ValueError("completions must hold at least one completion")
     for i, completion in enumerate(completions):
         _text(completion, f"completions[{i}]")
-    target = _reference(reference)
+    targets = _references(reference)
     answers = [extract_final_answer(completion) for completion in completions]
-    return np.array([float(answer is not None and normalize_answer(answer) == target) for answer in answers])
+    return np.array([float(answer is not None and normalize_answer(answer) in targets) for answer in answers])

@@ -258,6 +258,7 @@ class SequenceGRPO:
 
     def evaluate(self, prompts: int = 64, group_size: int = 8, seed: int = 1234) -> float:
         r"""Mean reward of fresh samples from :math:`\pi_\theta` on ``prompts`` targets, with its own generator."""
+        prompts, group_size = positive_int(prompts, "prompts"), positive_int(group_size, "group_size")
         generator = torch.Generator().manual_seed(seed_value(seed))
-        targets = self.task.sample_targets(prompts, generator).repeat_interleave(positive_int(group_size, "group_size"))
+        targets = self.task.sample_targets(prompts, generator).repeat_interleave(group_size)
         return float(self.task.rewards(targets, self.policy.sample(targets, generator).tokens).mean())

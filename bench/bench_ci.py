@@ -1,0 +1,103 @@
+"""Time `.ci/run` on a fresh clone with empty download caches, and show where the time of its pytest run goes.
+
+    .venv/bin/python bench/bench_ci.py [--keep]
+
+Clones this repository's HEAD into a temporary folder and runs its `.ci/run` there (the install of `.venv`
+included) with new, empty pip, uv and XDG caches, as a new maintainer's first run would. pytest runs as
+`make test` runs it, with ``-v --durations=0`` added through ``PYTEST_ADDOPTS``: ``-v`` names the xdist worker
+that ran each test, ``--durations=0`` the time of each test's setup, call and teardown. Prints
+
+* the wall time of `.ci/run` and pytest's own summary line;
+* each worker's busy time (the sum of its tests' durations) against pytest's wall time;
+* the work units of ``tests/conftest.py`` (``xdist_scope``: a notebook, a file run whole, a site page, a test
+  function) by time, the longest 20: one unit runs on one worker, so the longest sets a floor under the wall time;
+* pytest's 20 longest phases (``--durations``).
+
+Run it once on an idle machine (it takes both cores for 5 minutes or more); it needs the package registries.
+``--keep`` leaves the clone and its log in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER_LINE = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S.*?)\s*$")
+DURATION_LINE = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S.*?)\s*$")
+SUMMARY_LINE = re.compile(r"^=+ (.*\d+ passed.*|.*\d+ failed.*) =+$")
+
+
+def run_ci(clone: Path) -> tuple[float, str, int]:
+    """Runs `.ci/run` in ``clone`` with empty caches; returns its wall time, its output and its exit status."""
+    caches = clone.parent / "caches"
+    env = {
+        **os.environ,
+        "PIP_CACHE_DIR": str(caches / "pip"),
+        "UV_CACHE_DIR": str(caches / "uv"),
+        "XDG_CACHE_HOME": str(caches / "xdg"),
+        "PYTEST_ADDOPTS": "-v --durations=0",
+    }
+    start = time.perf_counter()
+    done = subprocess.run([str(clone / ".ci" / "run")], cwd=clone, env=env, capture_output=True, text=True)
+    return time.perf_counter() - start, done.stdout + done.stderr, done.returncode
+
+
+def critical_path(output: str, scope) -> None:
+    worker = {}
+    for line in output.splitlines():
+        if match := WORKER_LINE.match(line):
+            worker[match.group(2)] = match.group(1)
+    phases = [(float(m.group(1)), m.group(2), m.group(3)) for m in map(DURATION_LINE.match, output.splitlines()) if m]
+    per_test = defaultdict(float)
+    for seconds, _, test in phases:
+        per_test[test] += seconds
+    busy, units = defaultdict(float), defaultdict(float)
+    for test, seconds in per_test.items():
+        busy[worker.get(test, "?")] += seconds
+        units[scope(test)] += seconds
+    print("\n| worker | busy [s] | tests |\n|---|---|---|")
+    for name in sorted(busy):
+        print(f"| {name} | {busy[name]:.1f} | {sum(w == name for w in worker.values())} |")
+    print("\n| work unit (xdist_scope) | time [s] |\n|---|---|")
+    for unit, seconds in sorted(units.items(), key=lambda item: -item[1])[:20]:
+        print(f"| `{unit}` | {seconds:.1f} |")
+    print("\n| phase | test | time [s] |\n|---|---|---|")
+    for seconds, phase, test in sorted(phases, reverse=True)[:20]:
+        print(f"| {phase} | `{test}` | {seconds:.1f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="leave the clone and its log in place")
+    keep = parser.parse_args().keep
+    folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
+    clone = folder / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True)
+    seconds, output, status = run_ci(clone)
+    (folder / "ci.log").write_text(output, encoding="utf8")
+    summary = [m.group(1) for m in map(SUMMARY_LINE.match, output.splitlines()) if m]
+    print(f"fresh clone of {commit.stdout.strip()}, empty caches: .ci/run took {seconds:.0f} s, exit status {status}")
+    print(f"pytest: {summary[-1] if summary else 'no summary line (see the log)'}")
+    sys.path.insert(0, str(clone / "tests"))
+    from conftest import xdist_scope
+
+    critical_path(output, xdist_scope)
+    if keep:
+        print(f"\nclone and log: {folder}")
+    else:
+        shutil.rmtree(folder, ignore_errors=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
