@@ -471,12 +471,13 @@ def test_a_step_that_diverges_is_logged_and_stops_the_run(lab, monkeypatch):
     lab.run_steps(2)
     before = lab.run.logits.copy()
 
-    def overflow(*args, **kwargs):
+    def overflow():
+        lab.run.pending = None
         raise Diverged("config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr")
 
-    monkeypatch.setattr("grpo_core.bandit.grpo.grpo_step", overflow)
+    monkeypatch.setattr(lab.run, "update", overflow)  # BanditTrainer.step turns it into its own Diverged
     assert lab.run_steps(5) == []
-    assert lab.ledger[1].startswith("step 3: the update overflowed the logits (lr=1.0")
+    assert lab.ledger[1] == "step 3: config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr"
     assert lab.ledger[0].startswith("run stopped after 0 of 5 steps (2 → 2)")
     assert np.array_equal(lab.run.logits, before) and lab.state()["session"][-1][0] == "diverged"
 

@@ -18,6 +18,7 @@ from lab_parity import LOGIT_TOLERANCE, STEPS, VALUES, play, sessions
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.env import log_softmax
+from grpo_core.bandit.trainer import Diverged
 from grpo_core.lab import spec
 from grpo_core.lab.view import asset
 
@@ -108,9 +109,16 @@ def test_a_seed_beyond_the_range_is_refused_by_name(engine_page):
 
 def test_the_engine_says_what_grpo_core_says_when_a_step_diverges(engine_page):
     """Diverged's message for every value of the lr slider (the guards keep the sliders' runs finite, so the message
-    is compared, not provoked)."""
+    is compared, not provoked through the sliders)."""
     rates = VALUES["lr"]
-    python = [BanditGRPO(config=GRPOConfig(lr=lr))._diverged(3).args[0] for lr in rates]
+    python = []
+    for lr in rates:
+        run = BanditGRPO(config=GRPOConfig(lr=lr))
+        run.run(2)
+        run.update = lambda run=run: setattr(run, "logits", np.array([np.inf, 0.0, 0.0, 0.0]))
+        with pytest.raises(Diverged) as error:
+            run.step()
+        python.append(str(error.value))
     in_page = engine_page.evaluate(
         """(rates) => rates.map((lr) => {
           const run = new GRPOLab.engine.BanditGRPO({ config: { lr } });

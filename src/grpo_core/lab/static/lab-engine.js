@@ -229,7 +229,14 @@
       counts[a] += coef[i];
     });
     const total = npSum(coef);
-    return counts.map((c, k) => (c - probs[k] * total) / actions.length);
+    const grad = counts.map((c, k) => (c - probs[k] * total) / actions.length);
+    if (!grad.every(Number.isFinite)) {
+      throw new Diverged(
+        "the gradient overflowed the float range: the advantages (set by the rewards, and by PPO's value_init) " +
+          "or beta are too large",
+      );
+    }
+    return grad;
   }
 
   /** Exact KL(p‖q) and H(p) (grpo_core.kl), 0 log 0 = 0. */
@@ -358,14 +365,15 @@
       try {
         result = grpoStep(this.logits, this.refLogits, actions, this.rewardOf(actions), this.config);
       } catch (error) {
-        if (error instanceof Diverged) throw this.diverged();
+        if (error instanceof Diverged) throw new Diverged(`step ${this.history.length + 1}: ${error.message}`);
         throw error;
       }
-      if (!result.logits.every(Number.isFinite)) throw this.diverged();
+      if (!Number.isFinite(Math.max(...result.logits) - Math.min(...result.logits))) throw this.diverged();
       this.logits = result.logits;
       this.history.push(result);
       return result;
     }
+    /** The Diverged of a step that left the logits' spread not finite. */
     diverged() {
       const lr = this.config.lr;
       return new Diverged(
