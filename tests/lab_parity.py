@@ -1,53 +1,133 @@
-"""Seeded GRPO trajectories from grpo_core, the reference the page's JavaScript engine must replay.
+"""Random sessions over the lab's whole slider space, played by grpo_core: the reference the page's engine must equal.
 
-``trajectories()`` runs :class:`grpo_core.bandit.BanditGRPO` for each case of
-``CASES`` (every advantage variant, a spread of G, ε, β, lr, inner epochs and
-seeds, a sharpened start) and records, after every step, the group's actions
-and the logits. ``tests/test_lab_site.py`` hands them to the built §11 page,
-whose engine (``grpo_core/lab/static/lab-engine.js``) must draw the same
-actions and end every step within ``LOGIT_TOLERANCE`` of the same logits.
-Run as a script to print the cases' sizes.
+A session is what :class:`grpo_core.lab.BanditLab` and the site lab record (``grpo_core.lab.state.SESSION``): a
+list of ``[verb, argument]``, ``new`` (seed and config), ``configure``, ``sample``, ``step``, ``drop`` (the pending
+group), ``set_policy`` (a sharpened π) and ``reset`` (a seed). :func:`sessions` draws them from a seeded generator:
+every knob from its slider's values (:data:`grpo_core.lab.spec.KNOBS`), seeds up to 2**64 - 1, a sharpened start
+in one session of three (π(onto) from the *Sharpen π* slider's range), at least ``STEPS`` GRPO steps with knob
+changes, samples, sharpenings and resets among them. :func:`play` runs one with
+:class:`grpo_core.bandit.BanditGRPO` and records, after every entry, the actions it drew (or the message of a
+``Diverged`` step) and the logits. ``tests/test_lab_parity.py`` plays the same sessions with the page's engine
+(``grpo_core/lab/static/lab-engine.js``). Run as a script to print how many sessions reach the ±20 log-ratio bound.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
+from grpo_core.bandit.env import ACTION_NAMES
+from grpo_core.bandit.trainer import Diverged
+from grpo_core.lab.spec import KNOBS
 
-STEPS = 200
+STEPS = 110
 LOGIT_TOLERANCE = 1e-12
-CASES = (
-    {"seed": 0, "config": {}},
-    {"seed": 1, "config": {"advantage": "rloo"}},
-    {"seed": 2, "config": {"advantage": "dr_grpo", "lr": 2.5}},
-    {"seed": 3, "config": {"group_size": 2, "eps_low": 0.05, "beta": 0.0}},
-    {"seed": 4, "config": {"group_size": 64, "eps_low": 0.5, "beta": 1.0, "lr": 0.3, "inner_epochs": 16}},
-    {"seed": 5, "config": {"group_size": 5, "eps_low": 0.1, "eps_high": 0.28, "inner_epochs": 1}},
-    {"seed": 2**31 - 1, "config": {"group_size": 16, "beta": 0.2, "advantage": "rloo", "inner_epochs": 8}},
-    {"seed": 123456, "config": {"group_size": 3, "lr": 4.0, "advantage": "dr_grpo", "beta": 0.005}},
-    {"seed": 7, "config": {"group_size": 4, "beta": 0.0}, "policy": [0.02, 0.02, 0.94, 0.02]},
-)
+SEED = 2026
+K = len(ACTION_NAMES)
+EDGE_SEEDS = (0, 2**31 - 1, 2**53 + 1, 2**63, 2**64 - 1)
 
 
-def trajectory(case: dict, steps: int = STEPS) -> dict:
-    """One case's run: the actions of every group and the logits after every step."""
-    run = BanditGRPO(config=GRPOConfig(**case["config"]), seed=case["seed"])
-    if "policy" in case:
-        run.set_policy(case["policy"])
-    actions, logits = [], []
-    for _ in range(steps):
-        result = run.step()
-        actions.append(result.actions.tolist())
-        logits.append(run.logits.tolist())
-    return {**case, "actions": actions, "logits": logits}
+def slider_values(knob) -> list:
+    """Every value the knob's control can take (what the slider shows)."""
+    if knob.options is not None:
+        return [value for _, value in knob.options]
+    count = round((knob.maximum - knob.minimum) / knob.step)
+    return [knob.value(knob.minimum + k * knob.step) for k in range(count + 1)]
 
 
-def trajectories(steps: int = STEPS) -> list[dict]:
-    """Every case of ``CASES``, run for ``steps`` steps."""
-    return [trajectory(case, steps) for case in CASES]
+VALUES = {knob.name: slider_values(knob) for knob in KNOBS}
+SHARPEN = np.round(np.arange(math.ceil(100 / K), 100) / 100, 2)  # the π(onto) slider: 0.25 ... 0.99
+
+
+def changes(name: str, value) -> dict:
+    """A knob's change as the lab makes it (the ε slider is a symmetric clip)."""
+    return {"eps_low": value, "eps_high": None} if name == "eps_low" else {name: value}
+
+
+def draw_seed(rng: np.random.Generator) -> str:
+    """A seed as the seed box takes it (a decimal string): an edge, a small one, or any up to 2**64 - 1."""
+    kind = rng.integers(3)
+    if kind == 0:
+        return str(EDGE_SEEDS[rng.integers(len(EDGE_SEEDS))])
+    if kind == 1:
+        return str(int(rng.integers(1000)))
+    return str(int(rng.integers(0, 2**64, dtype=np.uint64)))
+
+
+def sharpened(rng: np.random.Generator) -> list[float]:
+    """π as *Sharpen π* sets it: π(onto) from the slider, the rest shared equally."""
+    prob = float(rng.choice(SHARPEN))
+    probs = np.full(K, (1.0 - prob) / (K - 1))
+    probs[rng.integers(K)] = prob
+    return probs.tolist()
+
+
+def session(rng: np.random.Generator, steps: int = STEPS) -> list[list]:
+    """One random session: a start anywhere in the slider space, then ``steps`` GRPO steps and other actions."""
+    config = {knob.name: VALUES[knob.name][rng.integers(len(VALUES[knob.name]))] for knob in KNOBS}
+    entries = [["new", {"seed": draw_seed(rng), "config": config}]]
+    if rng.random() < 1 / 3:
+        entries.append(["set_policy", sharpened(rng)])
+    taken = 0
+    while taken < steps:
+        roll = rng.random()
+        if roll < 0.04:
+            knob = KNOBS[rng.integers(len(KNOBS))]
+            entries.append(["configure", changes(knob.name, VALUES[knob.name][rng.integers(len(VALUES[knob.name]))])])
+        elif roll < 0.08:
+            entries.append(["sample", None])
+        elif roll < 0.09:
+            entries.append(["drop", None])
+        elif roll < 0.10:
+            entries.append(["set_policy", sharpened(rng)])
+        elif roll < 0.105:
+            entries.append(["reset", draw_seed(rng)])
+        else:
+            entries.append(["step", 1])
+            taken += 1
+    return entries
+
+
+def sessions(count: int, seed: int = SEED, steps: int = STEPS) -> list[list[list]]:
+    rng = np.random.default_rng(seed)
+    return [session(rng, steps) for _ in range(count)]
+
+
+def play(entries: list[list]) -> list[list]:
+    """Play a session with grpo_core: after every entry, [actions drawn as digits ("" if none) or the message of a
+    Diverged step, the logits]."""
+    run, records = None, []
+    for verb, argument in entries:
+        drawn = ""
+        if verb == "new":
+            run = BanditGRPO(seed=int(argument["seed"]), config=GRPOConfig(**argument["config"]))
+        elif verb == "configure":
+            run.configure(**argument)
+        elif verb == "sample":
+            drawn = "".join(map(str, run.sample()[0]))
+        elif verb == "step":
+            for _ in range(argument):
+                try:
+                    drawn = "".join(map(str, run.step().actions))
+                except Diverged as error:
+                    drawn = str(error)
+        elif verb == "drop":
+            run.pending = None
+        elif verb == "set_policy":
+            run.set_policy(argument)
+        elif verb == "reset":
+            run.reset(int(argument))
+        else:
+            raise ValueError(f"unknown session entry {verb!r}")
+        records.append([drawn, run.logits.tolist()])
+    return records
 
 
 if __name__ == "__main__":
-    for case in trajectories():
-        print(case["seed"], case["config"], np.asarray(case["logits"][-1]).round(3))
+    bound = 0
+    for entries in sessions(200):
+        run_logits = np.array([logits for _, logits in play(entries)])
+        bound += np.ptp(run_logits, axis=1).max() > 20
+    print(f"{bound} of 200 sessions spread their logits more than 20 apart")

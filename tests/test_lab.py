@@ -21,10 +21,12 @@ import pytest
 import traitlets
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lab_parity import play
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
+from grpo_core.bandit.trainer import Diverged
 from grpo_core.lab import BanditLab
-from grpo_core.lab.state import CURVE_POINTS, GroupView, lab_state, subsample
+from grpo_core.lab.state import CURVE_POINTS, GroupView, Session, knob_values, lab_state, subsample
 
 REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
 B, C = 1, 2
@@ -169,7 +171,7 @@ def test_reset_restores_the_start_and_captures_the_reference():
     first_group = lab.sample().actions.copy()
     lab.run_steps(5)
     lab.sharpen("D", 0.9)
-    lab.seed.value = 7
+    lab.seed.value = "7"
     lab.reset_button.click()
     np.testing.assert_allclose(lab.run.probs, start)
     np.testing.assert_allclose(lab.run.ref_probs, start)
@@ -182,7 +184,7 @@ def test_reset_restores_the_start_and_captures_the_reference():
     assert group(lab) is None
     assert lab.view.state["progress"] == [0, 0], "Reset keeps the progress slot, empty"
     assert lab.ledger[0].startswith("reset · seed 7")
-    lab.seed.value = 3
+    lab.seed.value = "3"
     lab.reset()
     assert np.array_equal(lab.sample().actions, first_group), "the same seed replays the same groups"
 
@@ -295,7 +297,6 @@ def test_changing_G_drops_the_group_of_the_old_size(lab):
         ("inner_epochs", 0, 1),
         ("steps", 0, 1),
         ("steps", 10_000, 500),
-        ("seed", -5, 0),
         ("sharpen_prob", 1.0, 0.99),
     ],
 )
@@ -411,25 +412,74 @@ def test_run_n_steps_sends_one_state_per_animated_step(lab, monkeypatch):
     assert len(sent) == 4 + 1, "one per step, then the ledger's summary"
 
 
-def test_the_state_is_json_and_names_the_engine_and_the_reproduction(lab):
+def test_the_state_is_json_and_names_the_engine_and_the_session(lab):
     lab.run_steps(2)
+    lab.sample()
+    lab.step()
     state = json.loads(json.dumps(lab.state()))
     assert state["engine"].startswith("Python engine")
-    assert state["reproduce"] == (
-        "BanditGRPO(seed=0, config=GRPOConfig(group_size=8, eps_low=0.2, beta=0.04, lr=1.0, inner_epochs=4, "
-        "advantage='grpo'))"
-    )
+    config = {"group_size": 8, "eps_low": 0.2, "beta": 0.04, "lr": 1.0, "inner_epochs": 4, "advantage": "grpo"}
+    assert state["session"] == [["new", {"seed": "0", "config": config}], ["step", 2], ["sample", None], ["step", 1]]
 
 
-def test_the_reproduction_line_replays_the_lab(lab):
+def test_the_session_replays_the_lab_after_any_click(lab):
+    """Samples, knob changes mid-run (G with a group pending), sharpening and a reset with a seed beyond 2**53."""
+    lab.sample()
+    lab.sample()
+    lab.step()
     lab.group_size.value = 5
+    lab.lr.value = 2.5
+    lab.sample()
+    lab.group_size.value = 3  # drops the pending group of 5
+    lab.run_steps(3)
+    lab.sharpen("C", 0.99)
     lab.advantage.value = "rloo"
-    lab.seed.value = 11
+    lab.run_steps(4)
+    assert [entry[0] for entry in lab.state()["session"]] == [
+        "new", "sample", "sample", "step", "configure", "sample", "configure", "drop", "step", "set_policy",
+        "configure", "step",
+    ]  # fmt: skip
+    assert play(lab.state()["session"])[-1][1] == lab.run.logits.tolist()
+    lab.reset(2**64 - 1)
+    assert lab.seed.value == "18446744073709551615" and lab.run.seed == 2**64 - 1
+    lab.eps.value = 0.3
+    lab.run_steps(2)
+    session = lab.state()["session"]
+    assert session[0] == [
+        "new",
+        {"seed": "18446744073709551615", "config": knob_values(lab.run.config) | {"eps_low": 0.2}},
+    ]
+    assert play(session)[-1][1] == lab.run.logits.tolist()
+
+
+def test_a_knob_takes_the_value_its_slider_shows(lab):
+    lab.lr.value = 1.0499999999999998  # what the ipywidgets slider sends for 1.05
+    assert lab.run.config.lr == 1.05 and lab.ledger[0] == "set learning rate = 1.05"
+    assert lab.state()["session"][-1] == ["configure", {"lr": 1.05}]
+
+
+@pytest.mark.parametrize("text", ["-5", "1.5", "seven", "18446744073709551616", ""])
+def test_the_seed_box_refuses_what_is_not_a_seed_and_resets_nothing(lab, text):
+    lab.run_steps(2)
+    lab.seed.value = text
     lab.reset()
-    lab.run_steps(6)
-    replay = eval(lab.state()["reproduce"], {"BanditGRPO": BanditGRPO, "GRPOConfig": GRPOConfig})
-    replay.run(6)
-    assert np.array_equal(replay.logits, lab.run.logits)
+    assert len(lab.run.history) == 2 and lab.run.seed == 0
+    assert lab.ledger[0] == f'seed must be an integer from 0 to 18446744073709551615, got "{text}": nothing reset'
+
+
+def test_a_step_that_diverges_is_logged_and_stops_the_run(lab, monkeypatch):
+    lab.run_steps(2)
+    before = lab.run.logits.copy()
+
+    def overflow():
+        lab.run.pending = None
+        raise Diverged("config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr")
+
+    monkeypatch.setattr(lab.run, "update", overflow)  # BanditTrainer.step turns it into its own Diverged
+    assert lab.run_steps(5) == []
+    assert lab.ledger[1] == "step 3: config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr"
+    assert lab.ledger[0].startswith("run stopped after 0 of 5 steps (2 → 2)")
+    assert np.array_equal(lab.run.logits, before) and lab.state()["session"][-1][0] == "diverged"
 
 
 def test_the_lab_displays_as_its_widget_with_a_short_text_fallback(lab):
@@ -490,10 +540,12 @@ def test_lab_state_of_a_bare_run_has_every_key_the_view_reads():
         "mean_reward": ([], []),
         "clip_fraction": ([], []),
     }
-    state = lab_state(run, names="ABCD", best=1, group=None, curves=curves, ledger=[(1, "start")])
+    state = lab_state(
+        run, names="ABCD", best=1, group=None, curves=curves, ledger=[(1, "start")], session=Session(2, run.config)
+    )
     assert set(state) == {
         "engine", "names", "rewards", "best", "probs", "ref_probs", "config", "seed", "steps", "group", "stats",
-        "curves", "ledger", "progress", "reproduce",
+        "curves", "ledger", "progress", "session",
     }  # fmt: skip
     assert state["stats"]["mean"] is None and state["stats"]["p_best"] == 0.5
 

@@ -322,6 +322,12 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
         assert sum("set G" in entry for entry in entries) == 1, f"four key presses, one ledger entry: {entries}"
         assert lab.locator(".grpo-lab-group-size .widget-readout").inner_text().strip() == "4"
+        lr = lab.locator(".grpo-lab-lr .noUi-handle")
+        lr.focus()
+        lr.press("ArrowRight")  # the slider sends 1.0499999999999998; the lab takes the 1.05 it shows
+        wait_for_ledger(page, lab, "set learning rate = 1.05")
+        replay = lab.locator(".grpo-lab-reproduce code").inner_text()
+        assert "run.configure(group_size=4, lr=1.05)" in replay and "1.0499" not in replay, replay
         lab.locator("button.grpo-lab-sharpen").click()
         wait_for_ledger(page, lab, "sharpen π onto C")
         assert card(lab, "pB") == "0.020"

@@ -2,10 +2,10 @@
 
 The page runs the lab with no kernel: the JavaScript engine
 (``grpo_core/lab/static/lab-engine.js``) under the one view module. Here it
-must (1) replay grpo_core's seeded 200-step runs (``tests/lab_parity.py``):
-same actions, logits within 1e-12 after every step; (2) answer every control
-with the change it promises; (3) request nothing from another host and log no
-error, also with the browser offline; (4) fit the window at every width from
+must (1) play grpo_core's random sessions as grpo_core does (``tests/lab_parity.py``; the whole slider space is
+``tests/test_lab_parity.py``'s); (2) answer every control with the change it promises; (3) print Python that
+replays any session clicked through its controls; (4) request nothing from another host and log no
+error, also with the browser offline; (5) fit the window at every width from
 360 to 1920 px (one page, its window resized), like every other page of the site. Screenshots at 390 and
 1400 px go to ``_build/screenshots/site/``.
 """
@@ -14,24 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from lab_parity import LOGIT_TOLERANCE, STEPS, trajectories
+from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
 from site_browser import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
+from test_lab_parity import PLAY, first_difference
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
-
-# Replays each case with the page's engine; returns per case the first step whose actions differ and the largest
-# logit error over the steps before it.
-PARITY = """(cases) => cases.map((c) => {
-  const run = new GRPOLab.engine.BanditGRPO({ seed: c.seed, config: c.config });
-  if (c.policy) run.setPolicy(c.policy);
-  let worst = 0;
-  for (let s = 0; s < c.actions.length; s++) {
-    const result = run.step();
-    if (JSON.stringify(result.actions) !== JSON.stringify(c.actions[s])) return { mismatch: s, worst };
-    run.logits.forEach((x, k) => { worst = Math.max(worst, Math.abs(x - c.logits[s][k])); });
-  }
-  return { mismatch: null, worst, steps: c.actions.length };
-})"""
+from grpo_core.bandit.env import ACTION_NAMES
+from grpo_core.lab.spec import KNOBS
 
 
 @pytest.fixture(scope="module")
@@ -88,26 +77,29 @@ def engine_logits(page) -> np.ndarray:
     return np.array(page.evaluate("() => GRPOLab.labs[0].run.logits"))
 
 
-def test_the_page_engine_replays_grpo_core_runs(lab_page, site):
+def test_the_page_engine_plays_grpo_core_sessions(lab_page, site):
+    """The engine the built page loads (with the book's lab-spec.js) plays sessions as grpo_core does."""
     page, log, context = lab_page
     context.set_offline(True)
-    cases = trajectories()
-    results = page.evaluate(PARITY, cases)
-    for case, result in zip(cases, results, strict=True):
-        assert result["mismatch"] is None, f"seed {case['seed']} {case['config']}: actions differ at step {result}"
-        assert result["steps"] == STEPS
-        assert result["worst"] <= LOGIT_TOLERANCE, f"seed {case['seed']} {case['config']}: logits off by {result}"
+    drawn = sessions(5, seed=11)
+    python = [play(entries) for entries in drawn]
+    for entries, a, b in zip(drawn, python, page.evaluate(PLAY, [drawn, python]), strict=True):
+        assert first_difference(a, b) is None, (entries[0], first_difference(a, b))
     log.assert_clean(site)
 
 
-def test_the_page_says_which_engine_runs_and_how_to_reproduce_it(lab_page, site):
+FIRST_LINES = (
+    "from grpo_core.bandit import BanditGRPO, GRPOConfig\n\n"
+    "run = BanditGRPO(seed=0, config=GRPOConfig(group_size=8, eps_low=0.2, beta=0.04, lr=1.0, inner_epochs=4, "
+    "advantage='grpo'))"
+)
+
+
+def test_the_page_says_which_engine_runs_and_how_to_replay_it(lab_page, site):
     page, log, _ = lab_page
     lab = live(page)
     assert "JavaScript engine" in lab.locator(".grpo-lab-engine").inner_text()
-    assert lab.locator(".grpo-lab-reproduce code").inner_text() == (
-        "BanditGRPO(seed=0, config=GRPOConfig(group_size=8, eps_low=0.2, beta=0.04, lr=1.0, inner_epochs=4, "
-        "advantage='grpo'))"
-    )
+    assert lab.locator(".grpo-lab-reproduce code").inner_text() == FIRST_LINES
     assert page.locator(".grpo-lab-noscript").count() == 0, "the no-JavaScript note is replaced by the lab"
     snapshot = page.locator(".cell_output .grpo-lab")
     snapshot.wait_for()
@@ -155,9 +147,10 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
     assert sum("set G" in entry for entry in entries) == 1, "four key presses, one ledger entry"
     for name, value in (("eps-low", "0.1"), ("beta", "0.2"), ("lr", "0.5"), ("inner-epochs", "8")):
         lab.locator(f".grpo-lab-{name} input").fill(value)
-    assert lab.locator(".grpo-lab-reproduce code").inner_text() == (
-        "BanditGRPO(seed=0, config=GRPOConfig(group_size=4, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8, "
-        "advantage='grpo'))"
+    assert (
+        lab.locator(".grpo-lab-reproduce code")
+        .inner_text()
+        .endswith("run.configure(group_size=4, eps_low=0.1, eps_high=None, beta=0.2, lr=0.5, inner_epochs=8)")
     )
 
     lab.locator(".grpo-lab-seed input").fill("3")
@@ -325,4 +318,125 @@ def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page, site)
     assert python.pop("engine").startswith("Python") and in_page.pop("engine").startswith("JavaScript")
     assert_same_state(python, in_page)
     assert len(in_page["ledger"]) == 12 and in_page["steps"] == 8
+    log.assert_clean(site)
+
+
+REPLAY_SESSIONS = 6
+REPLAY_ACTIONS = 30
+
+
+def random_click(page, rng: np.random.Generator) -> None:
+    """One random use of the live lab's own controls: a button, a slider, the toggle, the seed box, Sharpen π."""
+    lab = live(page)
+    roll = rng.random()
+    if roll < 0.25:
+        lab.locator("button.grpo-lab-step").click()
+    elif roll < 0.4:
+        lab.locator("button.grpo-lab-sample").click()
+    elif roll < 0.5:
+        lab.locator(".grpo-lab-steps input").fill(str(rng.integers(1, 6)))
+        lab.locator("button.grpo-lab-run").click()
+        page.wait_for_function("() => !GRPOLab.labs[0].running")
+    elif roll < 0.75:
+        knob = KNOBS[rng.integers(len(KNOBS))]
+        value = VALUES[knob.name][rng.integers(len(VALUES[knob.name]))]
+        if knob.options is not None:
+            label = dict((v, t) for t, v in knob.options)[value]
+            lab.locator(".grpo-lab-advantage button", has_text=label).first.click()
+        else:
+            lab.locator(f".grpo-lab-{knob.name.replace('_', '-')} input").fill(str(value))
+    elif roll < 0.9:
+        onto = ["top (argmax π)", *ACTION_NAMES][rng.integers(len(ACTION_NAMES) + 1)]
+        lab.locator(".grpo-lab-sharpen-action select").select_option(label=onto)
+        lab.locator(".grpo-lab-sharpen-prob input").fill(str(rng.choice(SHARPEN)))
+        lab.locator("button.grpo-lab-sharpen").click()
+    else:
+        lab.locator(".grpo-lab-seed input").fill(draw_seed(rng))
+        lab.locator("button.grpo-lab-reset").click()
+
+
+FREE_RUN_TOLERANCE = 1e-9
+
+
+def test_the_printed_python_replays_any_session_clicked_through_the_page(lab_page, site):
+    """Random sessions through the page's own controls; the Python the page prints, run, draws the same groups and
+    ends on the same logits.
+
+    Python and the page run freely here, each from its own last step, so the last-bit differences of their ``exp``
+    (which tests/test_lab_parity.py bounds by 1e-12 per step, from the same state) compound over a session; at
+    lr 3.6 and 14 inner epochs, logits near 6e5 ended 2e-11 of their size apart. The draws must be identical.
+    """
+    page, log, context = lab_page
+    context.set_offline(True)
+    rng = np.random.default_rng(7)
+    seen = set()
+    for _ in range(REPLAY_SESSIONS):
+        for _ in range(REPLAY_ACTIONS):
+            random_click(page, rng)
+        code = live(page).locator(".grpo-lab-reproduce code").inner_text()
+        seen.update(line.split("(")[0] for line in code.splitlines()[3:])
+        namespace = {}
+        exec(code, namespace)  # the printed replay, as a reader would paste it
+        run = namespace["run"]
+        in_page = page.evaluate(
+            "() => { const r = GRPOLab.labs[0].run; return [r.history.map((s) => s.actions), r.logits]; }"
+        )
+        assert [step.actions.tolist() for step in run.history] == in_page[0], code
+        scale = max(1.0, np.abs(run.logits).max())
+        assert np.abs(run.logits - np.array(in_page[1])).max() <= FREE_RUN_TOLERANCE * scale, code
+    assert {"run.sample", "run.step", "run.run", "run.configure", "run.set_policy"} <= seen, seen
+    log.assert_clean(site)
+
+
+TOUCHED = """(selector) => {
+  const views = document.querySelector('.grpo-lab-live .grpo-lab-views');
+  const observer = new MutationObserver(() => {});
+  observer.observe(views, { subtree: true, childList: true, characterData: true, attributes: true });
+  document.querySelector(selector).click();  // the site redraws synchronously, in the click's handler
+  const slots = '.grpo-lab-card, .grpo-lab-warning, .grpo-lab-policy, .grpo-lab-group, .grpo-curve, .grpo-lab-ledger, '
+    + '.grpo-lab-status, .grpo-lab-reproduce';
+  const touched = observer.takeRecords().map((record) => {
+    const node = record.target.nodeType === 1 ? record.target : record.target.parentElement;
+    const slot = node.closest(slots);
+    return slot === null ? 'outside the slots' : slot.className + (slot.classList.contains('grpo-curve')
+      ? ' ' + [...slot.parentElement.children].indexOf(slot) : '');
+  });
+  observer.disconnect();
+  return [...new Set(touched)].sort();
+}"""
+
+
+def test_a_click_rewrites_only_the_views_it_changed(lab_page, site):
+    page, log, _ = lab_page
+    touched = lambda button: page.evaluate(TOUCHED, f".grpo-lab-live button.grpo-lab-{button}")  # noqa: E731
+    step = touched("step")
+    assert "grpo-lab-policy" in step and "grpo-curve 0" in step and "grpo-curve 4" in step, step
+    sample = touched("sample")
+    assert not any(slot.startswith(("grpo-lab-policy", "grpo-curve")) for slot in sample), sample
+    assert {"grpo-lab-panel grpo-lab-group", "grpo-lab-panel grpo-lab-ledger", "grpo-lab-reproduce"} <= set(sample), (
+        sample
+    )
+    assert touched("sample") != [] and "grpo-lab-card grpo-lab-step" not in touched("sample")
+    log.assert_clean(site)
+
+
+def test_a_step_that_diverges_stops_the_run_and_says_why(lab_page, site):
+    """The engine's Diverged (here thrown at the third step) ends *Run N steps* with Python's message, θ kept."""
+    page, log, _ = lab_page
+    lab = live(page)
+    page.evaluate("""() => {
+      const run = GRPOLab.labs[0].run, step = run.step.bind(run);
+      run.step = () => (run.history.length === 2 ? (run.pending = null, run.throwDiverged()) : step());
+      run.throwDiverged = () => { throw run.diverged(); };
+    }""")
+    lab.locator(".grpo-lab-steps input").fill("10")
+    lab.locator("button.grpo-lab-run").click()
+    page.wait_for_function("() => !GRPOLab.labs[0].running")
+    entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
+    assert "step 3: the update overflowed the logits (lr=1.0 is likely too large; try lr <= 0.1)" in entries[1]
+    assert "run stopped after 2 of 10 steps (0 → 2)" in entries[0] and card(page, "step") == "2"
+    assert (
+        "except Diverged as error:  # step 3: the update overflowed"
+        in lab.locator(".grpo-lab-reproduce code").inner_text()
+    )
     log.assert_clean(site)

@@ -5,7 +5,8 @@ run after every action and hands it to the view (one widget message per
 click); the site lab builds the same shape in JavaScript (``static/lab-site.js``).
 The views themselves are one JavaScript module, ``static/lab-view.js``. Nothing
 here imports a widget; the curve values come from the run's own
-:meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`.
+:meth:`~grpo_core.bandit.trainer.BanditTrainer.snapshot`. A :class:`Session` records what the reader did since the
+last *Reset*, as the grpo_core calls that replay it; the view prints them as Python.
 """
 
 from __future__ import annotations
@@ -15,11 +16,37 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
+from grpo_core.lab.spec import CURVE_KEYS, KNOBS
 
 CURVE_POINTS = 300  # a longer curve crosses to the browser subsampled to this many points
-CURVE_KEYS = ("mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction")
-POLICY_CURVES = ("value", "p_best", "kl", "entropy")  # recorded after every change of π
-KNOBS = ("group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage")
+
+
+def knob_values(config: GRPOConfig) -> dict:
+    """The knobs of ``config`` that the lab's controls set, by name."""
+    return {knob.name: getattr(config, knob.name) for knob in KNOBS}
+
+
+class Session:
+    """What the reader did since the last *Reset*, as the calls on :class:`~grpo_core.bandit.BanditGRPO` that replay
+    it: ``entries`` is a JSON list of ``[verb, argument]``, ``["new", {"seed": "…", "config": {…}}]`` first, then
+    ``configure`` (the changes), ``sample``, ``step`` (how many), ``diverged`` (a step that raised
+    :class:`~grpo_core.bandit.trainer.Diverged`: its message), ``drop`` (the pending group, dropped when G changes)
+    and ``set_policy`` (π). Consecutive steps, and consecutive knob changes, are one entry. The seed is a decimal
+    string: JavaScript holds integers exactly only up to 2**53. ``static/lab-view.js`` prints it as Python;
+    ``static/lab-site.js`` records the same entries.
+    """
+
+    def __init__(self, seed: int, config: GRPOConfig):
+        self.entries: list[list] = [["new", {"seed": str(seed), "config": knob_values(config)}]]
+
+    def add(self, verb: str, argument=None) -> None:
+        last = self.entries[-1]
+        if verb == last[0] == "step":
+            last[1] += argument
+        elif verb == last[0] == "configure":
+            last[1] = {**last[1], **argument}
+        else:
+            self.entries.append([verb, argument])
 
 
 @dataclass(frozen=True)
@@ -74,12 +101,6 @@ def subsample(xs: list, ys: list) -> list[list]:
     return [[xs[i] for i in keep], [ys[i] for i in keep]]
 
 
-def reproduction(seed: int, config: GRPOConfig) -> str:
-    """The Python line that starts the same run: ``BanditGRPO(seed=…, config=GRPOConfig(…))``."""
-    knobs = ", ".join(f"{name}={getattr(config, name)!r}" for name in KNOBS)
-    return f"BanditGRPO(seed={seed}, config=GRPOConfig({knobs}))"
-
-
 def lab_state(
     run: BanditGRPO,
     *,
@@ -88,6 +109,7 @@ def lab_state(
     group: GroupView | None,
     curves: dict[str, tuple[list, list]],
     ledger,
+    session: Session,
     progress: tuple[int, int] = (0, 0),
     engine: str = "Python engine: grpo_core.bandit.BanditGRPO in the kernel",
 ) -> dict:
@@ -102,8 +124,8 @@ def lab_state(
         "best": best,
         "probs": run.probs.tolist(),
         "ref_probs": run.ref_probs.tolist(),
-        "config": {name: getattr(config, name) for name in KNOBS},
-        "seed": run.seed,
+        "config": knob_values(config),
+        "seed": str(run.seed),
         "steps": len(run.history),
         "group": None if group is None else group.to_json(),
         "stats": {
@@ -113,9 +135,10 @@ def lab_state(
             "kl": latest["kl"],
             "entropy": latest["entropy"],
             "p_best": latest["p_best"],
+            "steps": len(run.history),
         },
         "curves": {key: subsample(*curves[key]) for key in CURVE_KEYS},
         "ledger": [list(entry) for entry in ledger],
         "progress": list(progress),
-        "reproduce": reproduction(run.seed, config),
+        "session": session.entries,
     }

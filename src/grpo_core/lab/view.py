@@ -2,10 +2,10 @@
 
 Its front end is ``static/lab-view.js`` (the same module draws the site's
 live lab) followed by the few lines below that connect it to the widget
-model; its stylesheet is ``static/lab.css``. A click changes the one synced
-trait ``state``, so it crosses to the browser as one message and every view
-is redrawn from it in the same frame. ``anywidget`` (and with it ipywidgets)
-is imported only when a lab is built.
+model; its stylesheet is ``static/lab.css``. The trait ``spec`` (:func:`grpo_core.lab.spec.spec`: which cards
+and curves to draw) is synced once, when the view is built. A click changes the one synced trait ``state``, so
+it crosses to the browser as one message, and the views whose content changed are redrawn from it in one frame.
+``anywidget`` (and with it ipywidgets) is imported only when a lab is built.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ STATIC = resources.files("grpo_core.lab") / "static"
 ANYWIDGET_ENTRY = """
 export default {
   render({ model, el }) {
-    const view = globalThis.GRPOLab.view.mount(el);
+    const view = globalThis.GRPOLab.view.mount(el, model.get("spec"));
     const draw = () => view.update(model.get("state"));
     model.on("change:state", draw);
     draw();
@@ -43,6 +43,7 @@ def view_class():
 
         _esm = asset("lab-view.js") + ANYWIDGET_ENTRY
         _css = asset("lab.css")
+        spec = traitlets.Dict().tag(sync=True)
         state = traitlets.Dict().tag(sync=True)
 
     return LabView

@@ -8,6 +8,11 @@ the view (:mod:`grpo_core.lab.view`, an anywidget): one message per click, and
 every view redrawn from it in the browser in the same frame
 (``bench/bench_lab_jupyterlab.py``).
 
+The controls are built from :mod:`grpo_core.lab.spec`, the definition the site's lab reads too; a knob takes the
+value its slider shows (1.05, not the widget's 1.0499999999999998). A step that raises
+:class:`~grpo_core.bandit.trainer.Diverged` stops a run and says why in the ledger. The views print, as Python,
+the calls that replay the session since the last *Reset* (:class:`grpo_core.lab.state.Session`).
+
 ``import grpo_core.lab`` does not import ipywidgets or anywidget: they are
 imported when a lab is built.
 """
@@ -15,38 +20,23 @@ imported when a lab is built.
 from __future__ import annotations
 
 import math
+import re
 import string
 import time
 from collections import deque
 
 import numpy as np
 
-from grpo_core._validate import nonnegative, positive_int
+from grpo_core._validate import nonnegative, positive_int, seed_value
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
-from grpo_core.lab.state import CURVE_KEYS, POLICY_CURVES, GroupView, lab_state, policy_point
+from grpo_core.bandit.trainer import Diverged
+from grpo_core.lab.spec import CARDS, CURVE_KEYS, KNOB, KNOBS, LIMITS, POLICY_CURVES, spec
+from grpo_core.lab.state import GroupView, Session, lab_state, policy_point
 from grpo_core.lab.view import view_class
 
-# (min, max, step) of each knob: the widgets clamp any value to these ranges.
-RANGES = {
-    "group_size": (2, 64, 1),
-    "eps_low": (0.0, 0.5, 0.01),
-    "beta": (0.0, 1.0, 0.005),
-    "lr": (0.05, 4.0, 0.05),
-    "inner_epochs": (1, 16, 1),
-}
-ADVANTAGE_OPTIONS = (("GRPO", "grpo"), ("RLOO", "rloo"), ("Dr. GRPO", "dr_grpo"))
-ADVANTAGE_LABELS = {value: label for label, value in ADVANTAGE_OPTIONS}
-KNOB_NAMES = {
-    "group_size": "G",
-    "eps_low": "ε",
-    "beta": "β",
-    "lr": "learning rate",
-    "inner_epochs": "inner epochs",
-    "advantage": "advantage",
-}
+ADVANTAGE_LABELS = {value: label for label, value in KNOB["advantage"].options}
 BLUE, GREY, GREEN = "#2f6db5", "#9aa4af", "#1a7f37"  # the colours of static/lab-view.js
-MAX_STEPS_PER_RUN = 500
-MAX_SEED = 2**31 - 1
+SHARPEN = LIMITS["sharpen_prob"]
 TOP_ACTION = -1  # the "Sharpen π" target meaning "whichever action π already prefers"
 
 
@@ -91,7 +81,7 @@ class BanditLab:
         run: BanditGRPO | None = None,
         *,
         seed: int = 0,
-        ledger_length: int = 12,
+        ledger_length: int = LIMITS["ledger_length"],
         frame_delay: float = 0.01,
     ):
         import ipywidgets as widgets
@@ -111,6 +101,7 @@ class BanditLab:
         self._last_knob: str | None = None
         self._group: GroupView | None = None
         self._progress = (0, 0)
+        self._session = Session(self.run.seed, self.run.config)
         self._build(widgets)
         self._clear_curves()
         self._log(f"start · seed {self.run.seed} · π = π_ref = {self._probs_text(self.run.probs)}")
@@ -120,10 +111,15 @@ class BanditLab:
 
     @staticmethod
     def _check_config(config: GRPOConfig) -> None:
-        for name, (low, high, _) in RANGES.items():
-            value = getattr(config, name)
-            if not low <= value <= high:
-                raise ValueError(f"run.config.{name} must lie in [{low}, {high}] for the lab's slider, got {value}")
+        for knob in KNOBS:
+            value = getattr(config, knob.name)
+            if knob.options is not None:
+                continue  # GRPOConfig accepts only the toggle's values
+            if not knob.minimum <= value <= knob.maximum:
+                raise ValueError(
+                    f"run.config.{knob.name} must lie in [{knob.minimum}, {knob.maximum}] for the lab's slider, "
+                    f"got {value}"
+                )
         if config.eps_high is not None and config.eps_high != config.eps_low:
             raise ValueError("run.config.eps_high must be None (the lab's ε slider is a symmetric clip)")
 
@@ -131,45 +127,45 @@ class BanditLab:
         """The controls (ipywidgets), the one widget that draws every view, and their layout."""
         self._build_knobs(widgets)
         self._build_buttons(widgets)
-        self.view = view_class()()
+        self.view = view_class()(spec=spec())
         self.view.add_class("grpo-lab-views")
         self.widget = self._layout(widgets)
 
     def _build_knobs(self, widgets) -> None:
-        """Sliders, toggles and fields; each change of a hyperparameter goes through :meth:`_configure`."""
+        """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS` (``self.group_size``, ``self.eps``, ...),
+        each change going through :meth:`_configure`; the seed, N steps and *Sharpen π*'s fields."""
         config, wide = self.run.config, widgets.Layout(width=CONTROL_WIDTH)
-
-        def slider(kind, name, description, value, fmt=None):
-            low, high, step = RANGES[name]
-            extra = {"readout_format": fmt} if fmt else {}
-            widget = kind(
-                value=value,
-                min=low,
-                max=high,
-                step=step,
-                description=description,
-                continuous_update=False,
-                style=LABEL_STYLE,
-                layout=wide,
-                **extra,
-            )
-            return _classed(widget, f"grpo-lab-{name.replace('_', '-')}")
-
-        self.group_size = slider(widgets.IntSlider, "group_size", "G (group size)", config.group_size)
-        self.eps = _classed(slider(widgets.FloatSlider, "eps_low", "ε clip", config.eps_low, ".2f"), "grpo-lab-eps")
-        self.beta = slider(widgets.FloatSlider, "beta", "β KL", config.beta, ".3f")
-        self.lr = slider(widgets.FloatSlider, "lr", "learning rate", config.lr, ".2f")
-        self.inner_epochs = slider(widgets.IntSlider, "inner_epochs", "inner epochs", config.inner_epochs)
-        self.advantage = _classed(
-            widgets.ToggleButtons(
-                options=ADVANTAGE_OPTIONS, value=config.advantage, style={"button_width": "92px"}, layout=wide
-            ),
-            "grpo-lab-advantage",
+        self.knobs = {}
+        for knob in KNOBS:
+            if knob.options is not None:
+                widget = widgets.ToggleButtons(
+                    options=knob.options,
+                    value=getattr(config, knob.name),
+                    style={"button_width": "92px"},
+                    layout=wide,
+                )
+            else:
+                widget = (widgets.IntSlider if knob.integer else widgets.FloatSlider)(
+                    value=getattr(config, knob.name),
+                    min=knob.minimum,
+                    max=knob.maximum,
+                    step=knob.step,
+                    description=knob.label,
+                    continuous_update=False,
+                    style=LABEL_STYLE,
+                    layout=wide,
+                    **({} if knob.integer else {"readout_format": f".{knob.digits}f"}),
+                )
+            widget.observe(lambda change, name=knob.name: self._configure(name, change["new"]), names="value")
+            self.knobs[knob.name] = _classed(widget, f"grpo-lab-{knob.name.replace('_', '-')}")
+        self.group_size, self.eps, self.beta = self.knobs["group_size"], self.knobs["eps_low"], self.knobs["beta"]
+        self.lr, self.inner_epochs, self.advantage = (
+            self.knobs["lr"],
+            self.knobs["inner_epochs"],
+            self.knobs["advantage"],
         )
         self.seed = _classed(
-            widgets.BoundedIntText(
-                value=self.run.seed, min=0, max=MAX_SEED, description="seed (at Reset)", style=LABEL_STYLE, layout=wide
-            ),
+            widgets.Text(value=str(self.run.seed), description="seed (at Reset)", style=LABEL_STYLE, layout=wide),
             "grpo-lab-seed",
         )
         self.sharpen_action = _classed(
@@ -184,10 +180,10 @@ class BanditLab:
         )
         self.sharpen_prob = _classed(
             widgets.FloatSlider(
-                value=0.94,
+                value=SHARPEN["default"],
                 min=math.ceil(100 / len(self.names)) / 100,
-                max=0.99,
-                step=0.01,
+                max=SHARPEN["maximum"],
+                step=SHARPEN["step"],
                 description="π(onto)",
                 continuous_update=False,
                 readout_format=".2f",
@@ -198,13 +194,15 @@ class BanditLab:
         )
         self.steps = _classed(
             widgets.BoundedIntText(
-                value=30, min=1, max=MAX_STEPS_PER_RUN, description="N steps", style=LABEL_STYLE, layout=wide
+                value=LIMITS["steps"],
+                min=1,
+                max=LIMITS["max_steps_per_run"],
+                description="N steps",
+                style=LABEL_STYLE,
+                layout=wide,
             ),
             "grpo-lab-steps",
         )
-        for name in ("group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage"):
-            widget = self.eps if name == "eps_low" else getattr(self, name)
-            widget.observe(lambda change, name=name: self._configure(name, change["new"]), names="value")
 
     def _build_buttons(self, widgets) -> None:
         """The five action buttons, each calling the method of the same name."""
@@ -250,19 +248,16 @@ class BanditLab:
             '<div class="grpo-note">Small G and a sharp π reproduce the zero-variance failure (§9): '
             "most groups then hold one answer only.</div>"
         )
+        knobs, heading = [], None
+        for knob in KNOBS:
+            if knob.section != heading:
+                heading = knob.section
+                knobs.append(section(heading))
+            knobs.append(self.knobs[knob.name])
         controls = _classed(
             widgets.VBox(
                 [
-                    section("Group &amp; clip"),
-                    self.group_size,
-                    self.eps,
-                    section("KL to reference"),
-                    self.beta,
-                    section("Optimiser"),
-                    self.lr,
-                    self.inner_epochs,
-                    section("Advantage Â (eq. 3, §8)"),
-                    self.advantage,
+                    *knobs,
                     section("Actions"),
                     widgets.HBox([self.sample_button, self.step_button]),
                     widgets.HBox([self.run_button, self.reset_button]),
@@ -285,6 +280,7 @@ class BanditLab:
     def sample(self) -> GroupView:
         r"""*Sample group*: draw G actions from π (eq. 1) and show :math:`R_i` and :math:`\hat A_i` (eq. 3)."""
         actions, rewards = self.run.sample()
+        self._session.add("sample")
         self._group = GroupView(actions, rewards, self.run.config.advantages(rewards))
         signal = "no signal (all rewards equal)" if self._group.zero_variance else f"std(R) {rewards.std():.3f}"
         drawn = self._actions_text(actions)
@@ -292,20 +288,26 @@ class BanditLab:
         self._render()
         return self._group
 
-    def step(self) -> StepResult:
-        """*GRPO step* on the group on screen (a fresh group is sampled first if there is none)."""
+    def step(self) -> StepResult | None:
+        """*GRPO step* on the group on screen (a fresh group is sampled first if there is none).
+
+        A step that raises :class:`~grpo_core.bandit.trainer.Diverged` leaves π as it was, puts the error's message
+        in the ledger and returns None.
+        """
         before = self.run.probs[self.best]
         result = self._step()
-        self._log(
-            f"step {len(self.run.history)} · mean(R) {result.reward_mean:.3f} std(R) {result.reward_std:.3f}"
-            f" · clip {result.clip_fraction:.2f} · P({self.names[self.best]}) {before:.3f} → "
-            f"{result.probs[self.best]:.3f} · KL {result.kl:.3f}" + (" · no signal" if result.zero_variance else "")
-        )
+        if result is not None:
+            self._log(
+                f"step {len(self.run.history)} · mean(R) {result.reward_mean:.3f} std(R) {result.reward_std:.3f}"
+                f" · clip {result.clip_fraction:.2f} · P({self.names[self.best]}) {before:.3f} → "
+                f"{result.probs[self.best]:.3f} · KL {result.kl:.3f}" + (" · no signal" if result.zero_variance else "")
+            )
         self._render()
         return result
 
     def run_steps(self, steps: int | None = None) -> list[StepResult]:
-        """*Run N steps*: each on a fresh group, the views and the progress bar redrawn after every step."""
+        """*Run N steps*: each on a fresh group, the views and the progress bar redrawn after every step; a step
+        that diverges ends the run."""
         if steps is not None:
             self.steps.value = positive_int(steps, "steps")
         total = self.steps.value
@@ -315,17 +317,21 @@ class BanditLab:
         results = []
         try:
             for done in range(1, total + 1):
-                results.append(self._step())
+                result = self._step()
+                if result is None:
+                    break
+                results.append(result)
                 self._progress = (done, total)
                 self._render()
                 if self.frame_delay and done < total:
                     time.sleep(self.frame_delay)
         finally:
             self.run_button.disabled = False
-        silent = sum(result.zero_variance for result in results)
+        done, silent = len(results), sum(result.zero_variance for result in results)
+        what = f"run {total} steps" if done == total else f"run stopped after {done} of {total} steps"
         self._log(
-            f"run {total} steps ({first} → {len(self.run.history)}) · P({self.names[self.best]}) {before:.3f} → "
-            f"{self.run.probs[self.best]:.3f} · KL {results[-1].kl:.3f} · no-signal groups {silent}/{total}"
+            f"{what} ({first} → {len(self.run.history)}) · P({self.names[self.best]}) {before:.3f} → "
+            f"{self.run.probs[self.best]:.3f} · KL {self._curves['kl'][1][-1]:.3f} · no-signal groups {silent}/{done}"
         )
         self._render()
         return results
@@ -346,22 +352,35 @@ class BanditLab:
             self.sharpen_action.value = choices.get(action, action)
         if prob is not None:
             self.sharpen_prob.value = prob
+        prob = round(self.sharpen_prob.value, 2)  # what the slider shows
         target = self.sharpen_action.value
         target = int(np.argmax(self.run.probs)) if target == TOP_ACTION else target
-        share = (1.0 - self.sharpen_prob.value) / (len(self.names) - 1)
-        probs = np.full(len(self.names), share)
-        probs[target] = self.sharpen_prob.value
+        probs = np.full(len(self.names), (1.0 - prob) / (len(self.names) - 1))
+        probs[target] = prob
         self.run.set_policy(probs)
+        self._session.add("set_policy", probs.tolist())
         self._group = None
         self._record_policy()
         self._log(f"sharpen π onto {self.names[target]}: π = {self._probs_text(self.run.probs)} · π_ref kept")
         self._render()
         return self.run.probs
 
-    def reset(self) -> None:
-        r"""*Reset*: π back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi`, the RNG reseeded with the seed box,
-        curves cleared."""
-        self.run.reset(self.seed.value)
+    def reset(self, seed: int | None = None) -> None:
+        r"""*Reset*: π back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi`, the RNG reseeded with the seed box
+        (set to ``seed`` first, if given), curves cleared, a new session.
+
+        The box takes any integer from 0 to 2**64 - 1, in full; any other text is refused in the ledger and
+        nothing is reset.
+        """
+        if seed is not None:
+            self.seed.value = str(seed_value(seed))
+        text = self.seed.value.strip()
+        if not re.fullmatch("[0-9]+", text) or int(text) > int(LIMITS["max_seed"]):
+            self._log(f'seed must be an integer from 0 to {LIMITS["max_seed"]}, got "{text}": nothing reset')
+            self._render()
+            return
+        self.run.reset(int(text))
+        self._session = Session(self.run.seed, self.run.config)
         self._group = None
         self._progress = (0, 0)
         self._clear_curves()
@@ -369,23 +388,31 @@ class BanditLab:
         self._render()
 
     def _configure(self, name: str, value) -> None:
-        if name == "eps_low":
-            self.run.configure(eps_low=value, eps_high=None)
-        else:
-            self.run.configure(**{name: value})
+        value = KNOB[name].value(value)
+        changes = {"eps_low": value, "eps_high": None} if name == "eps_low" else {name: value}
+        self.run.configure(**changes)
+        self._session.add("configure", changes)
         if name == "group_size" and self.run.pending is not None:
             self.run.pending = None  # a group of the old size would not match the slider
+            self._session.add("drop")
             self._group = None
         elif name == "advantage" and self._group is not None and self._group.ratios is None:
             self._group = GroupView(
                 self._group.actions, self._group.rewards, self.run.config.advantages(self._group.rewards)
             )
         shown = ADVANTAGE_LABELS[value] if name == "advantage" else value
-        self._log(f"set {KNOB_NAMES[name]} = {shown}", knob=name)
+        self._log(f"set {KNOB[name].short} = {shown}", knob=name)
         self._render()
 
-    def _step(self) -> StepResult:
-        result = self.run.step()
+    def _step(self) -> StepResult | None:
+        try:
+            result = self.run.step()
+        except Diverged as error:
+            self._session.add("diverged", str(error))
+            self._group = None
+            self._log(str(error))
+            return None
+        self._session.add("step", 1)
         self._group = GroupView.of_step(result, self.run.config.eps_low)
         step = len(self.run.history)
         for key, value in (("mean_reward", result.reward_mean), ("clip_fraction", result.clip_fraction)):
@@ -448,6 +475,7 @@ class BanditLab:
             group=self._group,
             curves=self._curves,
             ledger=self._ledger,
+            session=self._session,
             progress=self._progress,
         )
 
@@ -456,16 +484,12 @@ class BanditLab:
         self.view.state = self.state()
 
     def _stat_texts(self) -> dict[str, str]:
-        """The cards' texts, formatted as ``static/lab-view.js`` formats them."""
+        """The cards' labels and texts, formatted as ``static/lab-view.js`` formats them (the steps card left out)."""
         stats = self.state()["stats"]
-        text = lambda value, digits=3: "—" if value is None else f"{value:.{digits}f}"  # noqa: E731
         return {
-            "mean": text(stats["mean"]),
-            "std": text(stats["std"]),
-            "clip": text(stats["clip"], 2),
-            "kl": text(stats["kl"]),
-            "entropy": text(stats["entropy"]),
-            "pB": text(stats["p_best"]),
+            label.replace("best", self.names[self.best]): "—" if stats[key] is None else f"{stats[key]:.{digits}f}"
+            for _, key, label, digits in CARDS
+            if key != "steps"
         }
 
     # -- reading and showing ---------------------------------------------------
@@ -488,9 +512,7 @@ class BanditLab:
             lines.append("Â      " + " ".join(signed(a) for a in group.advantages))
             if group.ratios is not None:
                 lines.append("ratio  " + " ".join(f"{r:.2f}" for r in group.ratios))
-        labels = {"mean": "mean(R)", "std": "std(R)", "clip": "clip fraction", "kl": "KL(π‖π_ref)"}
-        labels |= {"entropy": "entropy H(π)", "pB": f"P({self.names[self.best]})"}
-        lines.append("  ".join(f"{labels[key]} {text}" for key, text in stats.items()))
+        lines.append("  ".join(f"{label} {text}" for label, text in stats.items()))
         if group is not None and group.zero_variance:
             lines.append("⚠ no signal from this group: std(R) = 0, every Â = 0 (Property 4.1)")
         return "\n".join(lines)

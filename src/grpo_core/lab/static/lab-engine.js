@@ -8,18 +8,53 @@
  * normalised by its last entry, searchsorted side="right"). Sums follow
  * NumPy's add.reduce (the pairwise sum of numpy/_core/src/umath/loops_utils.h) and
  * every other operation keeps grpo_core's order, so the same seed gives the
- * same run (tests/test_lab_site.py checks it against grpo_core's trajectories).
- * Classic script: defines globalThis.GRPOLab.engine.
+ * same run. Python's numeric guards are ported with it: every log-ratio is
+ * clamped to ±LOG_RATIO_BOUND before it is exponentiated, and beyond the bound
+ * the surrogate and the k3 term contribute nothing (grpo_core.bandit.grpo.
+ * _objective_gradient); an inner epoch that leaves the logits' spread not
+ * finite, or a step that leaves a logit not finite, throws Diverged with
+ * Python's message and leaves θ as it was (BanditTrainer.step); log π of logits
+ * whose spread overflows is refused (grpo_core.bandit.env.log_softmax).
+ * tests/test_lab_parity.py checks it against BanditGRPO over the sliders' whole range.
+ * Seeds are BigInt (or decimal strings), 0 to 2**64 - 1, as NumPy takes them.
+ * Reads GRPOLab.spec (lab-spec.js, generated from grpo_core.lab.spec): the
+ * defaults of GRPOConfig and the bound. Classic script: defines globalThis.GRPOLab.engine.
  */
 (function (root) {
   "use strict";
+
+  const SPEC = root.GRPOLab && root.GRPOLab.spec;
+  if (!SPEC) throw new Error("lab-spec.js (grpo_core.lab.spec) must be loaded before lab-engine.js");
+  const LOG_RATIO_BOUND = SPEC.guards.log_ratio_bound;
+  const MAX_SEED = BigInt(SPEC.limits.max_seed);
+
+  /** What grpo_core.bandit.Diverged says: an update left the logits, or their gradient, not finite. */
+  class Diverged extends Error {
+    constructor(message) {
+      super(message);
+      this.name = "Diverged";
+    }
+  }
+
+  /** A seed as NumPy takes it from the lab: an integer 0 to 2**64 - 1 (BigInt, a safe integer or its decimal
+   * string), as BigInt; anything else throws a RangeError naming it (grpo_core._validate.seed_value). */
+  function seedValue(seed) {
+    let value = null;
+    if (typeof seed === "bigint") value = seed;
+    else if (typeof seed === "number" && Number.isSafeInteger(seed)) value = BigInt(seed);
+    else if (typeof seed === "string" && /^[0-9]+$/.test(seed.trim())) value = BigInt(seed.trim());
+    if (value === null || value < 0n || value > MAX_SEED) {
+      throw new RangeError(`seed must be an integer from 0 to ${MAX_SEED}, got ${String(seed)}`);
+    }
+    return value;
+  }
 
   // ---- NumPy's SeedSequence (numpy/random/bit_generator.pyx), uint32 arithmetic ----
   const INIT_A = 0x43b0d7e5, MULT_A = 0x931e8875, INIT_B = 0x8b51f9dd, MULT_B = 0x58f38ded;
   const MIX_MULT_L = 0xca01f9dd, MIX_MULT_R = 0x4973f715, XSHIFT = 16, POOL_SIZE = 4;
 
   function seedWords(seed) {
-    let n = BigInt(seed);
+    let n = seedValue(seed);
     const words = [];
     do {
       words.push(Number(n & 0xffffffffn));
@@ -133,12 +168,20 @@
   const sameValues = (a) => Math.max(...a) === Math.min(...a);
 
   // ---- the bandit (grpo_core.bandit) ----
-  function logSoftmax(logits) {
+  /** log π (grpo_core.bandit.env.log_softmax), refusing logits whose spread overflows (log π would be -inf). */
+  function logSoftmax(logits, name = "logits") {
     const max = Math.max(...logits);
     const shifted = logits.map((x) => x - max);
+    if (!shifted.every(Number.isFinite)) {
+      throw new RangeError(`${name}: log π overflows float64, the spread max - min of the logits exceeds 1.8e308`);
+    }
     const lse = Math.log(npSum(shifted.map(Math.exp)));
     return shifted.map((x) => x - lse);
   }
+
+  /** Eq. (6) as grpo_core.clipping._ratio: exp of the log-ratio clamped to ±LOG_RATIO_BOUND. */
+  const ratioOf = (logp, oldLogp) => Math.exp(Math.min(Math.max(logp - oldLogp, -LOG_RATIO_BOUND), LOG_RATIO_BOUND));
+  const beyondBound = (top, bottom) => Math.abs(top - bottom) > LOG_RATIO_BOUND;
 
   function softmax(logits) {
     const max = Math.max(...logits);
@@ -168,30 +211,41 @@
     return ratios.map((r, i) => (r < low && adv[i] < 0) || (r > high && adv[i] > 0));
   }
 
-  /** ∇θ of eq. (9) for the softmax bandit (grpo_core.bandit.objective_gradient). */
+  /** ∇θ of eq. (9) for the softmax bandit (grpo_core.bandit.grpo._objective_gradient): beyond the log-ratio
+   * bound the surrogate's and the k3 term's factors are constants and contribute no gradient. */
   function objectiveGradient(theta, actions, oldLogp, refLogp, adv, config) {
     const logProbs = logSoftmax(theta);
     const probs = logProbs.map(Math.exp);
     const logp = actions.map((a) => logProbs[a]);
-    const ratio = logp.map((l, i) => Math.exp(l - oldLogp[i]));
+    const ratio = logp.map((l, i) => ratioOf(l, oldLogp[i]));
     const clipped = clipMasks(ratio, adv, config.eps_low, config.eps_high);
-    const coef = logp.map(
-      (l, i) => (clipped[i] ? 0.0 : adv[i] * ratio[i]) - config.beta * (1.0 - Math.exp(refLogp[i] - l)),
-    );
+    const coef = logp.map((l, i) => {
+      const surrogate = clipped[i] || beyondBound(l, oldLogp[i]) ? 0.0 : adv[i] * ratio[i];
+      const kl = beyondBound(refLogp[i], l) ? 0.0 : 1.0 - ratioOf(refLogp[i], l);
+      return surrogate - config.beta * kl;
+    });
     const counts = probs.map(() => 0.0);
     actions.forEach((a, i) => {
       counts[a] += coef[i];
     });
     const total = npSum(coef);
-    return counts.map((c, k) => (c - probs[k] * total) / actions.length);
+    const grad = counts.map((c, k) => (c - probs[k] * total) / actions.length);
+    if (!grad.every(Number.isFinite)) {
+      throw new Diverged(
+        "the gradient overflowed the float range: the advantages (set by the rewards, and by PPO's value_init) " +
+          "or beta are too large",
+      );
+    }
+    return grad;
   }
 
+  /** Exact KL(p‖q) and H(p) (grpo_core.kl), 0 log 0 = 0. */
   function categoricalKl(p, q) {
-    return Math.max(npSum(p.map((pi, k) => pi * (Math.log(pi) - Math.log(q[k])))), 0.0);
+    return Math.max(npSum(p.map((pi, k) => (pi > 0 ? pi * (Math.log(pi) - Math.log(q[k])) : 0.0))), 0.0);
   }
 
   function entropy(p) {
-    return -npSum(p.map((pi) => pi * Math.log(pi)));
+    return -npSum(p.map((pi) => (pi > 0 ? pi * Math.log(pi) : 0.0)));
   }
 
   function stateValue(p, table) {
@@ -201,7 +255,7 @@
   /** One GRPO iteration (§7) on one group (grpo_core.bandit.grpo_step). */
   function grpoStep(logits, refLogits, actions, rewards, config) {
     const oldLogProbs = logSoftmax(logits);
-    const refLogProbs = logSoftmax(refLogits);
+    const refLogProbs = logSoftmax(refLogits, "ref_logits");
     const adv = advantages(rewards, config.advantage, config.adv_eps);
     const oldLogp = actions.map((a) => oldLogProbs[a]);
     const refLogp = actions.map((a) => refLogProbs[a]);
@@ -209,9 +263,12 @@
     for (let epoch = 0; epoch < config.inner_epochs; epoch++) {
       const grad = objectiveGradient(theta, actions, oldLogp, refLogp, adv, config);
       for (let k = 0; k < theta.length; k++) theta[k] += config.lr * grad[k];
+      if (!Number.isFinite(Math.max(...theta) - Math.min(...theta))) {
+        throw new Diverged(`config.lr = ${pyFloat(config.lr)} made the logits overflow at inner epoch ${epoch}: lower lr`);
+      }
     }
     const logProbs = logSoftmax(theta);
-    const ratios = actions.map((a, i) => Math.exp(logProbs[a] - oldLogp[i]));
+    const ratios = actions.map((a, i) => ratioOf(logProbs[a], oldLogp[i]));
     const clipped = clipMasks(ratios, adv, config.eps_low, config.eps_high);
     const probs = logProbs.map(Math.exp);
     const refProbs = refLogProbs.map(Math.exp);
@@ -233,28 +290,23 @@
     };
   }
 
-  const DEFAULT_CONFIG = {
-    group_size: 8,
-    eps_low: 0.2,
-    eps_high: null,
-    beta: 0.04,
-    lr: 1.0,
-    inner_epochs: 4,
-    advantage: "grpo",
-    adv_eps: 1e-8,
-  };
+  const DEFAULT_CONFIG = SPEC.defaults;
+
+  /** A float as Python code reads it back exactly: Python's repr for an integral value ("1.0"), else the
+   * shortest round-trip decimal, as Python's repr (JavaScript writes 1e-7 where Python writes 1e-07). */
+  const pyFloat = (x) => (Number.isInteger(x) && Math.abs(x) < 1e16 ? x.toFixed(1) : String(x));
 
   /** The run under the lab (grpo_core.bandit.BanditGRPO): θ, π_ref, the seeded generator, the pending group. */
   class BanditGRPO {
-    constructor({ rewards = [0.2, 0.9, 0.4, 0.1], config = {}, seed = 0, initLogits = null } = {}) {
+    constructor({ rewards = SPEC.rewards, config = {}, seed = 0, initLogits = null } = {}) {
       this.rewardTable = rewards.slice();
       this.initLogits = initLogits ? initLogits.slice() : rewards.map(() => 0.0);
       this.config = { ...DEFAULT_CONFIG, ...config };
-      this.seed = seed;
+      this.seed = seedValue(seed);
       this.reset();
     }
     reset(seed) {
-      if (seed !== undefined && seed !== null) this.seed = seed;
+      if (seed !== undefined && seed !== null) this.seed = seedValue(seed);
       this.logits = this.initLogits.slice();
       this.refLogits = this.logits.slice();
       this.rng = new PCG64(this.seed);
@@ -304,14 +356,30 @@
       this.pending = this.draw(this.config.group_size);
       return { actions: this.pending, rewards: this.rewardOf(this.pending) };
     }
+    /** One update (BanditTrainer.step): a step that overflows throws Diverged naming it, θ left as it was. */
     step() {
       if (this.pending === null) this.sample();
       const actions = this.pending;
       this.pending = null;
-      const result = grpoStep(this.logits, this.refLogits, actions, this.rewardOf(actions), this.config);
+      let result;
+      try {
+        result = grpoStep(this.logits, this.refLogits, actions, this.rewardOf(actions), this.config);
+      } catch (error) {
+        if (error instanceof Diverged) throw new Diverged(`step ${this.history.length + 1}: ${error.message}`);
+        throw error;
+      }
+      if (!Number.isFinite(Math.max(...result.logits) - Math.min(...result.logits))) throw this.diverged();
       this.logits = result.logits;
       this.history.push(result);
       return result;
+    }
+    /** The Diverged of a step that left the logits' spread not finite. */
+    diverged() {
+      const lr = this.config.lr;
+      return new Diverged(
+        `step ${this.history.length + 1}: the update overflowed the logits (lr=${pyFloat(lr)} is likely too large; ` +
+          `try lr <= ${Number((lr / 10).toPrecision(6))})`, // Python's :g for 0.005 <= lr / 10 <= 0.4,
+      );
     }
   }
 
@@ -319,6 +387,10 @@
   root.GRPOLab.engine = {
     PCG64,
     BanditGRPO,
+    Diverged,
+    seedValue,
+    pyFloat,
+    LOG_RATIO_BOUND,
     grpoStep,
     advantages,
     softmax,

@@ -4,6 +4,14 @@
  * same ledger, the same state object, so the page and JupyterLab show the
  * same lab. No server, no network: everything runs in this page.
  *
+ * Its controls are built from the lab's one definition, GRPOLab.spec
+ * (lab-spec.js, written from grpo_core.lab.spec at every build of the book),
+ * as the ipywidgets of BanditLab are; a knob takes the value its slider shows.
+ * It records the session since the last Reset (grpo_core.lab.state.Session)
+ * that the view prints as the Python that replays it. Seeds are BigInt, 0 to
+ * 2**64 - 1, taken from the seed box in full. A step that diverges (the
+ * engine's Diverged) stops the run and says why in the ledger.
+ *
  * Every element with the class "grpo-lab-live" becomes a lab (its content, a
  * note for readers without JavaScript, is replaced). data-seed sets the seed.
  * Classic script: defines globalThis.GRPOLab.site and mounts on DOMContentLoaded.
@@ -11,36 +19,12 @@
 (function (root) {
   "use strict";
 
-  const NAMES = ["A", "B", "C", "D"];
-  const REWARDS = [0.2, 0.9, 0.4, 0.1];
-  const LEDGER_LENGTH = 12;
-  const MAX_STEPS_PER_RUN = 500;
-  const MAX_SEED = 2 ** 31 - 1;
+  const SPEC = root.GRPOLab.spec;
+  const { names: NAMES, rewards: REWARDS, limits: LIMITS } = SPEC;
+  const KNOB = Object.fromEntries(SPEC.knobs.map((knob) => [knob.name, knob]));
   const TOP_ACTION = -1;
   const ENGINE =
     "JavaScript engine: grpo_core's bandit step and NumPy's default_rng, ported, running in this page";
-  // name: [label, min, max, step, digits] as the ipywidgets sliders of grpo_core.lab
-  const SLIDERS = {
-    group_size: ["G (group size)", 2, 64, 1, 0],
-    eps_low: ["ε clip", 0, 0.5, 0.01, 2],
-    beta: ["β KL", 0, 1, 0.005, 3],
-    lr: ["learning rate", 0.05, 4, 0.05, 2],
-    inner_epochs: ["inner epochs", 1, 16, 1, 0],
-  };
-  const KNOB_NAMES = {
-    group_size: "G",
-    eps_low: "ε",
-    beta: "β",
-    lr: "learning rate",
-    inner_epochs: "inner epochs",
-    advantage: "advantage",
-  };
-  const ADVANTAGES = [
-    ["GRPO", "grpo"],
-    ["RLOO", "rloo"],
-    ["Dr. GRPO", "dr_grpo"],
-  ];
-  const CURVE_KEYS = ["mean_reward", "value", "p_best", "kl", "entropy", "clip_fraction"];
 
   /** Python's f"{x:.{digits}f}": like toFixed, but an exact tie rounds to even, as Python does. */
   function pyFixed(x, digits) {
@@ -53,16 +37,21 @@
   }
   const f3 = (x) => pyFixed(x, 3);
   const probsText = (p) => "[" + p.map(f3).join(" ") + "]";
-  const pyRepr = (value) =>
-    typeof value === "string" ? `'${value}'` : Number.isInteger(value) ? value.toFixed(1) : String(value);
   const argmax = (xs) => xs.reduce((best, x, k) => (x > xs[best] ? k : best), 0);
 
-  /** One lab in the page: the engine, the group on screen, the curves, the ledger. */
+  /** The value a knob's control shows (grpo_core.lab.spec.Knob.value): a slider's rounded to its decimals. */
+  function knobValue(knob, raw) {
+    if (knob.options) return raw;
+    return knob.integer ? Math.round(Number(raw)) : Number(Number(raw).toFixed(knob.digits));
+  }
+
+  /** One lab in the page: the engine, the group on screen, the curves, the ledger, the session. */
   class SiteLab {
     constructor(container, seed) {
       const E = root.GRPOLab.engine;
       this.E = E;
       this.run = new E.BanditGRPO({ rewards: REWARDS, seed });
+      this.newSession();
       this.best = argmax(REWARDS);
       this.group = null;
       this.ledger = [];
@@ -98,49 +87,47 @@
       container.append(header, body);
       this.controls = {};
       const section = (title) => controls.append(html("div", { class: "grpo-section" }, title));
-      const slider = (name, value) => {
-        const [label, min, max, step, digits] = SLIDERS[name];
-        const row = html("label", { class: `grpo-control grpo-lab-${name.replace("_", "-")}` });
-        const input = html("input", { type: "range", min, max, step, value: String(value), "aria-label": label });
-        const output = html("output", {}, Number(value).toFixed(digits));
-        row.append(html("span", {}, label), input, output);
+      const slider = (knob, value) => {
+        const row = html("label", { class: `grpo-control grpo-lab-${knob.name.replace("_", "-")}` });
+        const attrs = { type: "range", min: knob.minimum, max: knob.maximum, step: knob.step, value: String(value) };
+        const input = html("input", { ...attrs, "aria-label": knob.label });
+        const output = html("output", {}, Number(value).toFixed(knob.digits));
+        row.append(html("span", {}, knob.label), input, output);
         input.addEventListener("input", () => {
-          output.textContent = Number(input.value).toFixed(digits);
+          output.textContent = Number(input.value).toFixed(knob.digits);
         });
-        input.addEventListener("change", () => this.configure(name, Number(input.value)));
+        input.addEventListener("change", () => this.configure(knob.name, knobValue(knob, input.value)));
         controls.append(row);
-        this.controls[name] = input;
+        this.controls[knob.name] = input;
       };
       const button = (text, css, action, title) => {
         const el = html("button", { type: "button", class: css, title }, text);
         el.addEventListener("click", action);
         return el;
       };
-      const number = (name, label, value, min, max) => {
+      const field = (name, label, value, attrs) => {
         const row = html("label", { class: `grpo-control grpo-wide grpo-lab-${name}` });
-        const input = html("input", { type: "number", min, max, step: 1, value: String(value) });
+        const input = html("input", { ...attrs, value: String(value) });
         row.append(html("span", {}, label), input);
         controls.append(row);
         this.controls[name] = input;
       };
-      const config = this.run.config;
-      section("Group &amp; clip");
-      slider("group_size", config.group_size);
-      slider("eps_low", config.eps_low);
-      section("KL to reference");
-      slider("beta", config.beta);
-      section("Optimiser");
-      slider("lr", config.lr);
-      slider("inner_epochs", config.inner_epochs);
-      section("Advantage Â (eq. 3, §8)");
-      const toggle = html("div", { class: "grpo-toggle grpo-lab-advantage", role: "group" });
-      this.advantageButtons = ADVANTAGES.map(([label, value]) => {
-        const el = button(label, "", () => this.configure("advantage", value), `${label} advantages`);
-        el.dataset.value = value;
-        toggle.append(el);
-        return el;
-      });
-      controls.append(toggle);
+      const toggle = (knob, value) => {
+        const group = html("div", { class: `grpo-toggle grpo-lab-${knob.name}`, role: "group" });
+        this.toggles = knob.options.map(([label, option]) => {
+          const el = button(label, "", () => this.configure(knob.name, option), `${label} advantages`);
+          el.dataset.value = option;
+          group.append(el);
+          return el;
+        });
+        this.toggleKnob = knob.name;
+        controls.append(group);
+      };
+      let heading = null;
+      for (const knob of SPEC.knobs) {
+        if (knob.section !== heading) section((heading = knob.section));
+        (knob.options ? toggle : slider)(knob, this.run.config[knob.name]);
+      }
       section("Actions");
       const actions = html("div", { class: "grpo-buttons" });
       this.buttons = {
@@ -151,8 +138,9 @@
       };
       actions.append(...Object.values(this.buttons));
       controls.append(actions);
-      number("steps", "N steps", 30, 1, MAX_STEPS_PER_RUN);
-      number("seed", "seed (at Reset)", this.run.seed, 0, MAX_SEED);
+      field("steps", "N steps", LIMITS.steps, { type: "number", min: 1, max: LIMITS.max_steps_per_run, step: 1 });
+      // text, not number: a number box rounds a seed above 2**53 to a double
+      field("seed", "seed (at Reset)", this.run.seed, { type: "text", inputmode: "numeric", spellcheck: "false" });
       section("Push π toward greedy");
       const onto = html("label", { class: "grpo-control grpo-wide grpo-lab-sharpen-action" });
       const select = html("select", { "aria-label": "sharpen onto" });
@@ -163,8 +151,10 @@
       controls.append(onto);
       this.controls.sharpen_action = select;
       const probRow = html("label", { class: "grpo-control grpo-lab-sharpen-prob" });
-      const prob = html("input", { type: "range", min: 0.25, max: 0.99, step: 0.01, value: "0.94", "aria-label": "π(onto)" });
-      const probOut = html("output", {}, "0.94");
+      const sharp = LIMITS.sharpen_prob;
+      const lowest = Math.ceil(100 / NAMES.length) / 100;
+      const prob = html("input", { type: "range", min: lowest, max: sharp.maximum, step: sharp.step, value: String(sharp.default), "aria-label": "π(onto)" });
+      const probOut = html("output", {}, sharp.default.toFixed(2));
       prob.addEventListener("input", () => {
         probOut.textContent = Number(prob.value).toFixed(2);
       });
@@ -182,7 +172,7 @@
           "Small G and a sharp π reproduce the zero-variance failure (§9): most groups then hold one answer only.",
         ),
       );
-      this.view = root.GRPOLab.view.mount(views);
+      this.view = root.GRPOLab.view.mount(views, SPEC);
     }
 
     // -- actions (grpo_core.lab.BanditLab's, one for one) ---------------------
@@ -192,8 +182,22 @@
       this.render();
     }
 
+    /** The session since the last Reset (grpo_core.lab.state.Session): the grpo_core calls that replay it. */
+    newSession() {
+      const c = this.run.config;
+      this.session = [["new", { seed: String(this.run.seed), config: Object.fromEntries(SPEC.knobs.map((k) => [k.name, c[k.name]])) }]];
+    }
+
+    record(verb, argument = null) {
+      const last = this.session[this.session.length - 1];
+      if (verb === "step" && last[0] === "step") last[1] += argument;
+      else if (verb === "configure" && last[0] === "configure") last[1] = { ...last[1], ...argument };
+      else this.session.push([verb, argument]);
+    }
+
     sample() {
       const { actions, rewards } = this.run.sample();
+      this.record("sample");
       const c = this.run.config;
       this.group = { actions, rewards, advantages: this.E.advantages(rewards, c.advantage, c.adv_eps), ratios: null, clipped: null, eps: null };
       const silent = Math.max(...rewards) === Math.min(...rewards);
@@ -205,6 +209,7 @@
     step() {
       const before = this.run.probs[this.best];
       const result = this.doStep();
+      if (result === null) return;
       this.log(
         `step ${this.run.history.length} · mean(R) ${f3(result.rewardMean)} std(R) ${f3(result.rewardStd)}` +
           ` · clip ${pyFixed(result.clipFraction, 2)} · P(${NAMES[this.best]}) ${f3(before)} → ` +
@@ -213,8 +218,19 @@
       );
     }
 
+    /** A step of the run; a step that diverges is logged and recorded, and gives null. */
     doStep() {
-      const result = this.run.step();
+      let result;
+      try {
+        result = this.run.step();
+      } catch (error) {
+        if (!(error instanceof this.E.Diverged)) throw error;
+        this.record("diverged", error.message);
+        this.group = null;
+        this.log(error.message);
+        return null;
+      }
+      this.record("step", 1);
       this.group = {
         actions: result.actions,
         rewards: result.rewards,
@@ -238,20 +254,24 @@
         this.render();
         return;
       }
-      const total = Math.min(Math.max(parseInt(this.controls.steps.value, 10) || 1, 1), MAX_STEPS_PER_RUN);
+      const total = Math.min(Math.max(parseInt(this.controls.steps.value, 10) || 1, 1), LIMITS.max_steps_per_run);
       this.controls.steps.value = String(total);
       const first = this.run.history.length;
       const before = this.run.probs[this.best];
-      const run = { total, done: 0, silent: 0, first, before, frame: 0, lastKl: 0 };
+      const run = { total, done: 0, silent: 0, first, before, frame: 0 };
       this.running = run;
       this.buttons.run.textContent = "Stop";
       this.progress = [0, total];
       const tick = () => {
         if (this.running !== run) return;
         const result = this.doStep();
+        if (result === null) {
+          this.finishRun(run, true);
+          this.render();
+          return;
+        }
         run.done += 1;
         run.silent += result.zeroVariance ? 1 : 0;
-        run.lastKl = result.kl;
         this.progress = [run.done, total];
         if (run.done === total) this.finishRun(run, false);
         else run.frame = root.requestAnimationFrame(tick);
@@ -268,7 +288,8 @@
       const what = stopped ? `run stopped after ${run.done} of ${run.total} steps` : `run ${run.total} steps`;
       this.log(
         `${what} (${run.first} → ${this.run.history.length}) · P(${NAMES[this.best]}) ${f3(run.before)} → ` +
-          `${f3(this.run.probs[this.best])} · KL ${f3(run.lastKl)} · no-signal groups ${run.silent}/${run.done}`,
+          `${f3(this.run.probs[this.best])} · KL ${f3(this.curves.kl[1][this.curves.kl[1].length - 1])} · ` +
+          `no-signal groups ${run.silent}/${run.done}`,
       );
     }
 
@@ -283,15 +304,23 @@
       if (target === TOP_ACTION) target = argmax(this.run.probs);
       const probs = NAMES.map((_, k) => (k === target ? prob : (1.0 - prob) / (NAMES.length - 1)));
       this.run.setPolicy(probs);
+      this.record("set_policy", probs);
       this.group = null;
       this.recordPolicy();
       this.log(`sharpen π onto ${NAMES[target]}: π = ${probsText(this.run.probs)} · π_ref kept`);
     }
 
     reset() {
-      const seed = Math.min(Math.max(parseInt(this.controls.seed.value, 10) || 0, 0), MAX_SEED);
-      this.controls.seed.value = String(seed);
+      const text = this.controls.seed.value.trim();
+      let seed;
+      try {
+        seed = this.E.seedValue(text);
+      } catch (error) {
+        this.log(`seed must be an integer from 0 to ${LIMITS.max_seed}, got "${text}": nothing reset`);
+        return;
+      }
       this.run.reset(seed);
+      this.newSession();
       this.group = null;
       this.progress = [0, 0];
       this.clearCurves();
@@ -300,22 +329,30 @@
 
     configure(name, value) {
       this.stop();
-      this.run.configure(name === "eps_low" ? { eps_low: value, eps_high: null } : { [name]: value });
+      const changes = name === "eps_low" ? { eps_low: value, eps_high: null } : { [name]: value };
+      this.run.configure(changes);
+      this.record("configure", changes);
       const c = this.run.config;
       if (name === "group_size" && this.run.pending !== null) {
         this.run.pending = null; // a group of the old size would not match the slider
+        this.record("drop");
         this.group = null;
       } else if (name === "advantage" && this.group !== null && this.group.ratios === null) {
         this.group = { ...this.group, advantages: this.E.advantages(this.group.rewards, c.advantage, c.adv_eps) };
       }
-      const shown = name === "advantage" ? ADVANTAGES.find(([, v]) => v === value)[0] : String(value);
-      this.log(`set ${KNOB_NAMES[name]} = ${shown}`, name);
+      const knob = KNOB[name];
+      const shown = knob.options
+        ? knob.options.find(([, v]) => v === value)[0]
+        : knob.integer
+          ? String(value)
+          : Number.isInteger(value) ? value.toFixed(1) : String(value); // Python's str of a float
+      this.log(`set ${knob.short} = ${shown}`, name);
       this.render();
     }
 
     // -- curves and ledger ----------------------------------------------------
     clearCurves() {
-      this.curves = Object.fromEntries(CURVE_KEYS.map((key) => [key, [[], []]]));
+      this.curves = Object.fromEntries(SPEC.curve_keys.map((key) => [key, [[], []]]));
       this.recordPolicy();
     }
 
@@ -342,7 +379,7 @@
       } else {
         this.entries += 1;
         this.ledger.push([this.entries, text]);
-        if (this.ledger.length > LEDGER_LENGTH) this.ledger.shift();
+        if (this.ledger.length > LIMITS.ledger_length) this.ledger.shift();
       }
       this.lastKnob = knob;
     }
@@ -354,7 +391,6 @@
       const group = this.group;
       const latest = (key) => this.curves[key][1][this.curves[key][1].length - 1];
       const stepped = group !== null && group.ratios !== null;
-      const knobs = ["group_size", "eps_low", "beta", "lr", "inner_epochs", "advantage"];
       return {
         engine: ENGINE,
         names: NAMES,
@@ -362,8 +398,8 @@
         best: this.best,
         probs: run.probs,
         ref_probs: run.refProbs,
-        config: Object.fromEntries(knobs.map((k) => [k, c[k]])),
-        seed: run.seed,
+        config: Object.fromEntries(SPEC.knobs.map((k) => [k.name, c[k.name]])),
+        seed: String(run.seed),
         steps: run.history.length,
         group,
         stats: {
@@ -373,19 +409,17 @@
           kl: latest("kl"),
           entropy: latest("entropy"),
           p_best: latest("p_best"),
+          steps: run.history.length,
         },
         curves: this.curves,
         ledger: this.ledger,
         progress: this.progress,
-        reproduce:
-          `BanditGRPO(seed=${run.seed}, config=GRPOConfig(` +
-          knobs.map((k) => `${k}=${k === "group_size" || k === "inner_epochs" ? c[k] : pyRepr(c[k])}`).join(", ") +
-          "))",
+        session: this.session,
       };
     }
 
     render() {
-      for (const el of this.advantageButtons) el.setAttribute("aria-pressed", String(el.dataset.value === this.run.config.advantage));
+      for (const el of this.toggles) el.setAttribute("aria-pressed", String(el.dataset.value === this.run.config[this.toggleKnob]));
       this.view.update(this.state());
     }
   }
@@ -393,7 +427,7 @@
   function mountAll() {
     const labs = [];
     for (const el of document.querySelectorAll(".grpo-lab-live")) {
-      const seed = parseInt(el.dataset.seed || "0", 10);
+      const seed = el.dataset.seed || "0";
       labs.push(new SiteLab(el, seed));
     }
     root.GRPOLab.labs = labs;

@@ -4,31 +4,26 @@
  * anywidget grpo_core.lab.view.LabView (its synced `state` is built by
  * grpo_core.lab.state.lab_state from a BanditGRPO run), on the site it is
  * driven by lab-site.js over the JavaScript engine (lab-engine.js). Either
- * way a click becomes one state, and update() redraws every view from it in
- * one synchronous pass, hence in one frame. Every slot has a fixed size (the
- * no-signal banner, the chips, the progress bar), so nothing moves when a
- * view changes. The view computes no formula of the chapter; it formats.
+ * way a click becomes one state, and update() redraws the views from it in
+ * one synchronous pass, hence in one frame; a slot whose content did not
+ * change is not touched (the DOM is written only where the state changed).
+ * Every slot has a fixed size (the no-signal banner, the chips, the progress
+ * bar), so nothing moves when a view changes. The view computes no formula of
+ * the chapter; it formats. Which cards and curve panels it draws comes from
+ * the lab's one definition, grpo_core.lab.spec (mount's second argument).
  *
  * State: {engine, names, rewards, best, probs, ref_probs, config, seed,
  * steps, group: null | {actions, rewards, advantages, ratios, clipped, eps},
- * stats: {mean, std, clip, kl, entropy, p_best}, curves: {key: [xs, ys]},
+ * stats: {mean, std, clip, kl, entropy, p_best, steps}, curves: {key: [xs, ys]},
  * ledger: [[number, text], ...] oldest first, progress: [done, total],
- * reproduce}. Classic script: defines globalThis.GRPOLab.view.
+ * session: [[verb, argument], ...] (grpo_core.lab.state.Session), printed as
+ * the Python that replays it}. Classic script: defines globalThis.GRPOLab.view.
  */
 (function (root) {
   "use strict";
 
   const CURVE_POINTS = 300;
   const COLORS = { blue: "#2f6db5", grey: "#9aa4af", green: "#1a7f37", muted: "#656d76" };
-  const CARDS = [
-    ["mean", "mean(R)"],
-    ["std", "std(R)"],
-    ["clip", "clip fraction"],
-    ["kl", "KL(π‖π_ref)"],
-    ["entropy", "entropy H(π)"],
-    ["pB", "P(best)"],
-    ["step", "steps"],
-  ];
 
   const escape = (text) =>
     String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -148,23 +143,27 @@
     return Math.max(0.1, [1, 2, 5, 10].map((m) => m * scale).find((v) => v >= value));
   }
 
-  function curvePanels(state) {
+  /** The y range of a panel (grpo_core.lab.spec.PANELS): two numbers, or a rule. */
+  function yRange(rule, state) {
+    if (Array.isArray(rule)) return rule;
+    if (rule === "rewards") return [Math.min(...state.rewards), Math.max(...state.rewards)];
+    if (rule === "entropy") return [0, Math.log(state.names.length)];
+    return [0, niceCeiling(1.1 * Math.max(...state.curves.kl[1]))]; // "kl"
+  }
+
+  /** One SVG per panel of the spec. */
+  function curvePanels(state, panels) {
     const c = state.curves;
     const last = Math.max(10, ...c.p_best[0]);
-    const bestName = escape(state.names[state.best]);
-    const low = Math.min(...state.rewards), high = Math.max(...state.rewards);
-    return [
-      [
-        `reward: <tspan fill="${COLORS.muted}">group mean R</tspan> · <tspan fill="${COLORS.blue}">V^π</tspan>`,
-        [["mean_reward", COLORS.grey, 1.0], ["value", COLORS.blue, 1.8]],
-        low,
-        high,
-      ],
-      [`P(${bestName})`, [["p_best", COLORS.green, 1.8]], 0, 1],
-      ["KL(π‖π_ref)", [["kl", "#8250df", 1.8]], 0, niceCeiling(1.1 * Math.max(...c.kl[1]))],
-      ["entropy H(π) [nats]", [["entropy", "#bc4c00", 1.8]], 0, Math.log(state.names.length)],
-      ["clip fraction (of the group)", [["clip_fraction", "#cf222e", 1.4]], 0, 1],
-    ].map(([title, series, yLow, yHigh]) => {
+    const bestName = state.names[state.best];
+    return panels.map(({ title, series, y }) => {
+      const [yLow, yHigh] = yRange(y, state);
+      const heading = title
+        .map(([text, color]) => {
+          const words = escape(text.replace("best", bestName));
+          return color ? `<tspan fill="${color}">${words}</tspan>` : words;
+        })
+        .join("");
       const w = 300, h = 118, x0 = 36, x1 = w - 10, y0 = 20, y1 = h - 18;
       const xOf = (x) => (x0 + ((x1 - x0) * x) / last).toFixed(1);
       const yOf = (v) => (y1 - ((y1 - y0) * (v - yLow)) / (yHigh - yLow)).toFixed(1);
@@ -180,7 +179,7 @@
       return (
         `<svg class="grpo-svg" viewBox="0 0 ${w} ${h}" role="img" aria-label="learning curve">` +
         `<rect x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" class="grpo-panel"/>` +
-        `<text x="${x0}" y="13" class="grpo-panel-title">${title}</text>` +
+        `<text x="${x0}" y="13" class="grpo-panel-title">${heading}</text>` +
         `<text x="${x1}" y="13" text-anchor="end" class="grpo-value">${current}</text>` +
         `<text x="${x0 - 4}" y="${y0 + 8}" text-anchor="end" class="grpo-small">${+yHigh.toPrecision(3)}</text>` +
         `<text x="${x0 - 4}" y="${y1}" text-anchor="end" class="grpo-small">${+yLow.toPrecision(3)}</text>` +
@@ -188,6 +187,32 @@
         `<text x="${x0}" y="${y1 + 13}" class="grpo-small">0</text>${lines.join("")}</svg>`
       );
     });
+  }
+
+  /** A float as Python reads it back exactly (repr keeps the ".0" of an integral value). */
+  const pyFloat = (x) => (Number.isInteger(x) && Math.abs(x) < 1e16 ? x.toFixed(1) : String(x));
+
+  /** The session (grpo_core.lab.state.Session) as the Python that replays it on grpo_core.bandit.BanditGRPO. */
+  function replay(session, knobs) {
+    const integer = Object.fromEntries(knobs.map((k) => [k.name, k.integer]));
+    const value = (name, v) =>
+      v === null ? "None" : typeof v === "string" ? `'${v}'` : integer[name] ? String(v) : pyFloat(v);
+    const keywords = (changes) => Object.entries(changes).map(([k, v]) => `${k}=${value(k, v)}`).join(", ");
+    const imports = ["from grpo_core.bandit import BanditGRPO, GRPOConfig"];
+    const lines = [];
+    for (const [verb, argument] of session) {
+      if (verb === "new") lines.push(`run = BanditGRPO(seed=${argument.seed}, config=GRPOConfig(${keywords(argument.config)}))`);
+      else if (verb === "configure") lines.push(`run.configure(${keywords(argument)})`);
+      else if (verb === "sample") lines.push("run.sample()");
+      else if (verb === "step") lines.push(argument === 1 ? "run.step()" : `run.run(${argument})`);
+      else if (verb === "drop") lines.push("run.pending = None  # the lab drops a group of the old G");
+      else if (verb === "set_policy") lines.push(`run.set_policy([${argument.map(pyFloat).join(", ")}])`);
+      else if (verb === "diverged") {
+        if (imports.length === 1) imports.push("from grpo_core.bandit.trainer import Diverged");
+        lines.push("try:", "    run.step()", `except Diverged as error:  # ${argument}`, "    print(error)");
+      }
+    }
+    return [...imports, "", ...lines].join("\n");
   }
 
   function ledgerHtml(state) {
@@ -199,77 +224,92 @@
     return `<div class="grpo-group-title">Ledger (most recent first)</div><ol class="grpo-ledger">${items}</ol>`;
   }
 
-  function cardTexts(state) {
-    const s = state.stats;
-    return {
-      mean: fmt(s.mean),
-      std: fmt(s.std),
-      clip: fmt(s.clip, 2),
-      kl: fmt(s.kl),
-      entropy: fmt(s.entropy),
-      pB: fmt(s.p_best),
-      step: String(state.steps),
-    };
+  /** The skeleton: every slot, empty; the cards and curve panels those of the spec. */
+  function skeleton(spec) {
+    return (
+      '<div class="grpo-lab-row grpo-lab-cards">' +
+      spec.cards
+        .map(
+          ([css, , label]) =>
+            `<div class="grpo-lab-card grpo-lab-${css}"><div class="grpo-card-label">${escape(label)}</div><div class="grpo-card-value">—</div></div>`,
+        )
+        .join("") +
+      "</div>" +
+      '<div class="grpo-lab-warning" aria-live="polite"></div>' +
+      '<div class="grpo-lab-row grpo-lab-panels">' +
+      '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
+      '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
+      '<div class="grpo-lab-panel"><div class="grpo-group-title">Learning curves</div><div class="grpo-lab-curves">' +
+      spec.panels.map(() => '<div class="grpo-curve"></div>').join("") +
+      "</div></div>" +
+      '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
+      '<div class="grpo-lab-status"><progress class="grpo-lab-progress" max="1" value="0"></progress>' +
+      '<span class="grpo-lab-progress-label"></span></div>' +
+      '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · replay in Python: <code></code></div>'
+    );
   }
 
-  const SKELETON =
-    '<div class="grpo-lab-row grpo-lab-cards">' +
-    CARDS.map(
-      ([key, label]) =>
-        `<div class="grpo-lab-card grpo-lab-${key}"><div class="grpo-card-label">${label}</div><div class="grpo-card-value">—</div></div>`,
-    ).join("") +
-    "</div>" +
-    '<div class="grpo-lab-warning" aria-live="polite"></div>' +
-    '<div class="grpo-lab-row grpo-lab-panels">' +
-    '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
-    '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
-    '<div class="grpo-lab-panel"><div class="grpo-group-title">Learning curves</div><div class="grpo-lab-curves"></div></div>' +
-    '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
-    '<div class="grpo-lab-status"><progress class="grpo-lab-progress" max="1" value="0"></progress>' +
-    '<span class="grpo-lab-progress-label"></span></div>' +
-    '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · reproduce in Python: <code></code></div>';
-
-  /** Build the views inside ``el`` once; returns {update(state)}, which redraws all of them. */
-  function mount(el) {
+  /** Build the views inside ``el`` once, from the lab's spec (grpo_core.lab.spec); returns {update(state)},
+   * which redraws from a state every slot whose content changed, and only those. */
+  function mount(el, spec) {
     el.classList.add("grpo-lab-views");
-    el.innerHTML = SKELETON;
+    el.innerHTML = skeleton(spec);
     const $ = (selector) => el.querySelector(selector);
-    const cards = Object.fromEntries(CARDS.map(([key]) => [key, $(`.grpo-lab-${key} .grpo-card-value`)]));
-    const bestLabel = $(".grpo-lab-pB .grpo-card-label");
+    const cards = spec.cards.map(([css, key, label, digits]) => ({
+      key,
+      label: label.includes("best") ? $(`.grpo-lab-${css} .grpo-card-label`) : null,
+      text: label,
+      digits,
+      value: $(`.grpo-lab-${css} .grpo-card-value`),
+    }));
     const slots = {
       warning: $(".grpo-lab-warning"),
       policy: $(".grpo-lab-policy"),
       group: $(".grpo-lab-group"),
-      curves: $(".grpo-lab-curves"),
+      curves: [...el.querySelectorAll(".grpo-lab-curves .grpo-curve")],
       ledger: $(".grpo-lab-ledger"),
       progress: $(".grpo-lab-progress"),
       progressLabel: $(".grpo-lab-progress-label"),
       engine: $(".grpo-lab-engine"),
       reproduce: $(".grpo-lab-reproduce code"),
     };
+    const written = new Map(); // slot -> the HTML it holds
+    const html = (slot, markup) => {
+      if (written.get(slot) !== markup) {
+        slot.innerHTML = markup;
+        written.set(slot, markup);
+      }
+    };
+    const text = (slot, words) => {
+      if (slot.textContent !== words) slot.textContent = words;
+    };
+    const attribute = (slot, name, value) => {
+      if (slot.getAttribute(name) !== value) slot.setAttribute(name, value);
+    };
     return {
       el,
       update(state) {
-        for (const [key, text] of Object.entries(cardTexts(state))) cards[key].textContent = text;
-        bestLabel.textContent = `P(${state.names[state.best]})`;
-        slots.warning.innerHTML = warningHtml(state);
-        slots.policy.innerHTML = policySvg(state);
-        slots.group.innerHTML = groupHtml(state);
-        slots.curves.innerHTML = curvePanels(state)
-          .map((svg) => `<div class="grpo-curve">${svg}</div>`)
-          .join("");
-        slots.ledger.innerHTML = ledgerHtml(state);
+        for (const card of cards) {
+          const value = state.stats[card.key];
+          text(card.value, card.digits ? fmt(value, card.digits) : String(value));
+          if (card.label) text(card.label, card.text.replace("best", state.names[state.best]));
+        }
+        html(slots.warning, warningHtml(state));
+        html(slots.policy, policySvg(state));
+        html(slots.group, groupHtml(state));
+        curvePanels(state, spec.panels).forEach((svg, i) => html(slots.curves[i], svg));
+        html(slots.ledger, ledgerHtml(state));
         const [done, total] = state.progress;
-        slots.progress.max = Math.max(total, 1);
-        slots.progress.value = done;
-        slots.progress.style.visibility = total ? "visible" : "hidden";
-        slots.progressLabel.textContent = total ? `${done} / ${total} steps` : "";
-        slots.engine.textContent = state.engine;
-        slots.reproduce.textContent = state.reproduce;
+        attribute(slots.progress, "max", String(Math.max(total, 1)));
+        attribute(slots.progress, "value", String(done));
+        attribute(slots.progress, "style", `visibility: ${total ? "visible" : "hidden"}`);
+        text(slots.progressLabel, total ? `${done} / ${total} steps` : "");
+        text(slots.engine, state.engine);
+        text(slots.reproduce, replay(state.session, spec.knobs));
       },
     };
   }
 
   root.GRPOLab = root.GRPOLab || {};
-  root.GRPOLab.view = { mount, fmt, signed };
+  root.GRPOLab.view = { mount, fmt, signed, replay };
 })(globalThis);

@@ -1,0 +1,172 @@
+"""The one definition of the §11 lab's controls and views, as data both labs read.
+
+:data:`KNOBS` (the sliders and the advantage toggle: name, label, range, step, default), :data:`CARDS` and
+:data:`PANELS` (the numbers and learning curves the views draw) and :data:`LIMITS` are written here once.
+:class:`grpo_core.lab.BanditLab` builds its ipywidgets from them and hands :func:`spec` to the view widget; the static
+site reads the same dictionary from ``_static/lab-spec.js``, which :func:`setup` (a Sphinx extension listed in
+``_config.yml``) writes at every build. ``static/lab-site.js`` builds the site's controls from it and
+``static/lab-view.js`` draws the cards and curves it lists, in either lab. :data:`GUARDS` carries the numeric
+guards of :mod:`grpo_core.bandit.grpo` that the page's engine (``static/lab-engine.js``) must apply as Python does.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from decimal import Decimal
+from pathlib import Path
+
+from grpo_core.bandit import GRPOConfig
+from grpo_core.bandit.env import ACTION_NAMES, CHAPTER_REWARDS
+from grpo_core.bandit.grpo import LOG_RATIO_BOUND  # the bound its step applies (grpo_core.clipping)
+
+#: The knobs' starting values.
+DEFAULTS = GRPOConfig()
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One control that sets a field ``name`` of :class:`~grpo_core.bandit.GRPOConfig`.
+
+    A slider has ``minimum``, ``maximum`` and ``step`` (its values are ``minimum + k * step``, shown with
+    ``digits`` decimals); a toggle has ``options``, pairs (label, value). ``short`` names the knob in the ledger
+    ("set G = 4"); ``section`` is the heading the control sits under.
+    """
+
+    name: str
+    label: str
+    short: str
+    section: str
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float | None = None
+    options: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def default(self):
+        """The control's starting value, the default of :class:`~grpo_core.bandit.GRPOConfig`."""
+        return getattr(DEFAULTS, self.name)
+
+    @property
+    def digits(self) -> int:
+        """Decimals of the slider's step (0 for an integer slider), hence of every value it can take."""
+        return max(0, -Decimal(str(self.step)).as_tuple().exponent) if self.step is not None else 0
+
+    @property
+    def integer(self) -> bool:
+        return isinstance(self.default, int)
+
+    def value(self, raw):
+        """The value the slider shows: ``raw`` (a widget's ``min + k * step``, e.g. 1.0499999999999998) rounded
+        to the slider's decimals; a toggle's value unchanged."""
+        if self.options is not None:
+            return raw
+        return round(raw) if self.integer else round(float(raw), self.digits)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "default": self.default, "digits": self.digits, "integer": self.integer}
+
+
+#: The controls of the knobs, in the order the lab shows them.
+KNOBS = (
+    Knob("group_size", "G (group size)", "G", "Group &amp; clip", 2, 64, 1),
+    Knob("eps_low", "ε clip", "ε", "Group &amp; clip", 0.0, 0.5, 0.01),
+    Knob("beta", "β KL", "β", "KL to reference", 0.0, 1.0, 0.005),
+    Knob("lr", "learning rate", "learning rate", "Optimiser", 0.05, 4.0, 0.05),
+    Knob("inner_epochs", "inner epochs", "inner epochs", "Optimiser", 1, 16, 1),
+    Knob(
+        "advantage",
+        "advantage",
+        "advantage",
+        "Advantage Â (eq. 3, §8)",
+        options=(("GRPO", "grpo"), ("RLOO", "rloo"), ("Dr. GRPO", "dr_grpo")),
+    ),
+)
+#: The knobs by name.
+KNOB = {knob.name: knob for knob in KNOBS}
+
+#: The number cards, each (the card's CSS class ``grpo-lab-…``, its key in the ``stats`` of
+#: :func:`grpo_core.lab.state.lab_state`, label, decimals); "best" in a label is the best action's name.
+CARDS = (
+    ("mean", "mean", "mean(R)", 3),
+    ("std", "std", "std(R)", 3),
+    ("clip", "clip", "clip fraction", 2),
+    ("kl", "kl", "KL(π‖π_ref)", 3),
+    ("entropy", "entropy", "entropy H(π)", 3),
+    ("pB", "p_best", "P(best)", 3),
+    ("step", "steps", "steps", 0),
+)
+
+#: The learning-curve panels, each with a title (pieces of text, each with its colour or None; "best" is the best
+#: action's name), the curves drawn (key, colour, stroke width; the last one's latest value is printed) and the y
+#: range (two numbers, or "rewards" for the reward table's, "entropy" for 0 to log K, "kl" for 0 to a round number
+#: above the largest KL).
+PANELS = (
+    {
+        "title": [["reward: ", None], ["group mean R", "#656d76"], [" · ", None], ["V^π", "#2f6db5"]],
+        "series": [["mean_reward", "#9aa4af", 1.0], ["value", "#2f6db5", 1.8]],
+        "y": "rewards",
+    },
+    {"title": [["P(best)", None]], "series": [["p_best", "#1a7f37", 1.8]], "y": [0, 1]},
+    {"title": [["KL(π‖π_ref)", None]], "series": [["kl", "#8250df", 1.8]], "y": "kl"},
+    {"title": [["entropy H(π) [nats]", None]], "series": [["entropy", "#bc4c00", 1.8]], "y": "entropy"},
+    {"title": [["clip fraction (of the group)", None]], "series": [["clip_fraction", "#cf222e", 1.4]], "y": [0, 1]},
+)
+#: Every curve the panels draw, in order.
+CURVE_KEYS = tuple(series[0] for panel in PANELS for series in panel["series"])
+#: The curves of the policy itself, recorded after every change of π (the others once per GRPO step).
+POLICY_CURVES = ("value", "p_best", "kl", "entropy")
+
+#: The bounds of the other controls, the seed (any integer from 0 to 2**64 - 1, as NumPy's ``default_rng``
+#: takes it, sent as a decimal string since a JavaScript number holds integers exactly only up to 2**53), N of
+#: *Run N steps*, the π(onto) slider of *Sharpen π* (its minimum depends on the number of actions) and the ledger.
+LIMITS = {
+    "max_seed": str(2**64 - 1),
+    "max_steps_per_run": 500,
+    "steps": 30,
+    "sharpen_prob": {"maximum": 0.99, "step": 0.01, "default": 0.94},
+    "ledger_length": 12,
+}
+
+#: The numeric guards of the bandit's GRPO step that the page's engine applies as Python does, the bound
+#: ``LOG_RATIO_BOUND`` of the clipping module on every log-ratio, beyond which the surrogate and the k3 term
+#: contribute nothing and the ratio is capped.
+GUARDS = {"log_ratio_bound": LOG_RATIO_BOUND}
+
+
+def spec() -> dict:
+    """Everything above as one JSON-able dictionary (what ``GRPOLab.spec`` holds in the page)."""
+    return {
+        "knobs": [knob.to_json() for knob in KNOBS],
+        "cards": [list(card) for card in CARDS],
+        "panels": list(PANELS),
+        "curve_keys": list(CURVE_KEYS),
+        "policy_curves": list(POLICY_CURVES),
+        "limits": LIMITS,
+        "guards": GUARDS,
+        "defaults": asdict(DEFAULTS),
+        "names": list(ACTION_NAMES),
+        "rewards": list(CHAPTER_REWARDS),
+    }
+
+
+def script() -> str:
+    """``lab-spec.js``: a classic script that sets ``globalThis.GRPOLab.spec`` to :func:`spec`."""
+    return (
+        "/* Generated from grpo_core.lab.spec at every build of the book: edit that module, not this file. */\n"
+        f"(globalThis.GRPOLab = globalThis.GRPOLab || {{}}).spec = {json.dumps(spec(), ensure_ascii=False)};\n"
+    )
+
+
+def write_script(app, exception) -> None:
+    """Write ``_static/lab-spec.js`` into a finished HTML build."""
+    if exception is None and app.builder.format == "html":
+        static = Path(app.outdir) / "_static"
+        static.mkdir(parents=True, exist_ok=True)
+        (static / "lab-spec.js").write_text(script(), encoding="utf8")
+
+
+def setup(app) -> dict:
+    """The Sphinx extension (``_config.yml``): the book's ``_static/lab-spec.js`` is written from :func:`spec`."""
+    app.connect("build-finished", write_script)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
