@@ -21,7 +21,7 @@ TRL 1.16.0's ``grpo_config.py`` and OpenRLHF call :math:`\mathrm{KL}(\pi_\theta\
 arguments say which is meant.)
 
 Where :math:`\rho` is exponentiated, the log-ratio is clamped to
-``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (:data:`grpo_core.clipping.LOG_RATIO_BOUND`), the bound verl 0.9.1 applies
+``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (``grpo_core.clipping.LOG_RATIO_BOUND``), the bound verl 0.9.1 applies
 to the log-ratio of its k3 (``kl_penalty_forward``, ``"low_var_kl"``) and of its token ratio
 (``compute_policy_loss_vanilla``) in ``verl/trainer/ppo/core_algos.py``: k3 stays below
 :math:`e^{20} - 21 \approx 4.9\cdot10^8` instead of overflowing, and its gradient is 0 beyond the bound (as a
