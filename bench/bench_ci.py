@@ -80,6 +80,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="leave the clone and its log in place")
     keep = parser.parse_args().keep
     folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
+    folder.chmod(0o755)  # as a clone in a home folder: the grading sandbox's own user must read and run .venv
     clone = folder / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True)
