@@ -54,8 +54,8 @@ def run_ci(clone: Path) -> tuple[float, str, int]:
 def critical_path(output: str, scope) -> None:
     worker = {}
     for line in output.splitlines():
-        if match := WORKER_LINE.match(line):
-            worker[match.group(2)] = match.group(1)
+        if match := WORKER_LINE.match(line):  # -v names a notebook's cell "notebooks/NAME::ipynb::Cell 3"
+            worker[match.group(2).replace("::ipynb::", ".ipynb::")] = match.group(1)
     phases = [(float(m.group(1)), m.group(2), m.group(3)) for m in map(DURATION_LINE.match, output.splitlines()) if m]
     per_test = defaultdict(float)
     for seconds, _, test in phases:
@@ -80,6 +80,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="leave the clone and its log in place")
     keep = parser.parse_args().keep
     folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
+    folder.chmod(0o755)  # as a clone in a home folder: the grading sandbox's own user must read and run .venv
     clone = folder / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True)
