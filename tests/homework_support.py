@@ -8,8 +8,10 @@ import csv
 import importlib
 import os
 import re
+import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -21,10 +23,12 @@ FIXTURES = ROOT / "tests" / "fixtures" / "homework"
 FIXTURE_DATA = tomllib.loads((FIXTURES / "wrong_submissions.toml").read_text(encoding="utf8"))
 WRONG, MISTAKES = FIXTURE_DATA["submission"], FIXTURE_DATA["mistake"]
 INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
+# Files a hostile submission tries to write: none may exist after grading.
+MARKERS = [ROOT / "homework" / "pwned.txt", Path("/tmp/pwned-by-a-submission"), Path("/dev/shm/pwned-by-a-submission")]
 
 sys.path.insert(0, str(HOMEWORK))  # the scripts import one another by name, from their folder
-build, grade, leaks, checker, runner = (
-    importlib.import_module(name) for name in ("build", "grade", "leaks", "checker", "runner")
+build, grade, leaks, checker, runner, jail = (
+    importlib.import_module(name) for name in ("build", "grade", "leaks", "checker", "runner", "jail")
 )
 NAMES = build.assignment_names()
 
@@ -38,7 +42,8 @@ def shared_dist(tmp_path_factory) -> Path:
     with FileLock(str(shared / "homework-dist.lock")):
         if not done.exists():
             package = build.package_grpo_core(shared / "homework-package")
-            findings = {name: build.build(name, out, package) for name in NAMES}
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                findings = dict(zip(NAMES, pool.map(lambda name: build.build(name, out, package), NAMES), strict=True))
             assert findings == {name: [] for name in NAMES}, findings
             done.touch()
     return out
@@ -114,3 +119,21 @@ def full_marks(row: dict[str, str], name: str) -> None:
     assert row["sheet"] == name and row["error"] == ""
     assert scores(row, name) == questions(name)
     assert float(row["total"]) == float(row["possible"]) == sum(questions(name).values())
+
+
+def outside_state() -> tuple:
+    """What a submission must not change: marker files, the homework folder's status, processes of the jails' users."""
+    git = ["git", "status", "--porcelain", "--", "homework"]
+    status = subprocess.run(git, cwd=ROOT, capture_output=True, text=True).stdout
+    return [path.exists() for path in MARKERS], status, jail_processes()
+
+
+def jail_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + 100:
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found

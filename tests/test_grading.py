@@ -14,19 +14,19 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from homework_support import (
+    MARKERS,
     NAMES,
-    ROOT,
     WRONG,
     full_marks,
     grade,
     notebook,
+    outside_state,
     questions,
     reference,
     scores,
@@ -36,13 +36,11 @@ from homework_support import (
     write,
     wrong_submission,
 )
-from jail import UID_BASE
 from sheets import cell_text
 
 pytestmark = pytest.mark.timeout(1800)
 WRITTEN_ANSWER = "Every advantage shrinks by sqrt((G - 1) / G), whatever the rewards."
 DDOF1 = next(fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb")
-MARKERS = [ROOT / "homework" / "pwned.txt", Path("/tmp/pwned-by-a-submission"), Path("/dev/shm/pwned-by-a-submission")]
 WRITE_MARKERS = "\n".join(f"open({str(path)!r}, 'w').write('pwned')" for path in MARKERS)
 # Issue #24: otter's log server unpickled what reached it. Here: every listening socket of the machine, TCP or
 # Unix, gets a pickle that would write the markers as whoever unpickles it.
@@ -208,23 +206,6 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     write(wrong_submission(dist, DDOF1), folder / "names" / "x__y.ipynb")
     (folder / "names" / "link.ipynb").symlink_to(folder / "solutions" / "hw1-advantages.ipynb")
     (folder / "names" / "linked-folder").symlink_to(folder / "solutions")
-
-
-def outside_state() -> tuple:
-    """What a submission must not change: marker files, the repository's status, processes of the jails' users."""
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
-    return [path.exists() for path in MARKERS], status, jail_processes()
-
-
-def jail_processes() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and entry.stat().st_uid >= UID_BASE:
-                found.append(int(entry.name))
-        except OSError:
-            pass
-    return found
 
 
 @pytest.fixture(scope="module")
