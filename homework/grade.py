@@ -85,6 +85,11 @@ def submissions(folder: Path) -> list[Path]:
     return sorted(found)
 
 
+def file_name(path: Path, folder: Path) -> str:
+    """The path below ``folder`` as text; a byte that is not UTF-8 is written ``\\xNN``."""
+    return path.relative_to(folder).as_posix().encode("utf8", "surrogateescape").decode("utf8", "backslashreplace")
+
+
 def read_bytes(path: Path) -> bytes:
     """The file itself, or the single notebook inside an exported zip; never a symlink, never over the cap."""
     info = os.lstat(path)
@@ -187,7 +192,9 @@ class Records:
 
     def __init__(self, out: Path, keys: dict[str, dict]):
         self.out, self.points = out, {name: points(key) for name, key in keys.items()}
-        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for folder in (out, out / "feedback", *(out / "feedback" / name for name in keys)):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o700)
         base = ["student_id", "file", "sha256", "graded_at"]
         self.sheets = {}
         for name, possible in self.points.items():
@@ -237,7 +244,6 @@ def _text(value: object) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     handle, temporary = tempfile.mkstemp(prefix=".tmp.", dir=path.parent)  # mkstemp makes it 0600
     with os.fdopen(handle, "w", encoding="utf8") as out:
         out.write(text)
@@ -265,7 +271,7 @@ class Grader:
 
     def grade_one(self, path: Path, folder: Path) -> tuple[Row, list[dict], list[str]]:
         """Grade one file; every failure becomes the row's error, never an exception."""
-        row = Row(file=path.relative_to(folder).as_posix())
+        row = Row(file=file_name(path, folder))
         row.graded_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         try:
             data = read_bytes(path)
@@ -329,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             row, feedback, answers = grader.grade_one(path, args.submissions)
         except Exception as error:  # the grader's own failure still becomes a row
-            row, feedback, answers = Row(file=path.relative_to(args.submissions).as_posix()), [], []
+            row, feedback, answers = Row(file=file_name(path, args.submissions)), [], []
             row.error = f"grader error: {type(error).__name__}"
         row.student_id = student_of(row.file, roster)
         try:

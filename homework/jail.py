@@ -14,7 +14,7 @@
 
 Run by an ordinary user, ``bwrap`` makes a user namespace (no privilege needed). Run as root,
 ``bwrap`` keeps only ``CAP_SETUID``/``CAP_SETGID`` for ``setpriv``, which makes the jail's
-process uid ``64000 + slot`` with no capabilities and ``no_new_privs`` before Python starts (a
+process uid ``65000 + slot`` with no capabilities and ``no_new_privs`` before Python starts (a
 process of root would not be held by ``RLIMIT_NPROC``).
 
 The conversation is JSON lines: requests on the jail's stdin, replies on a pipe of their own, each reply at
@@ -40,7 +40,7 @@ PROCESSES = 256
 FILE_SIZE = 64 * 2**20
 TMPFS = 256 * 2**20
 MAX_REPLY = 32 * 2**20
-UID_BASE = 64000
+UID_BASE = 65000  # 64000 + slot was the old sandbox's: a machine may still run it
 WORKDIR = "/submission"
 
 

@@ -6,20 +6,28 @@ exactly the points listed there), malformed files, odd and colliding names, a sy
 submission per attack class of issue #24. Each hostile test says the score it must get; every one of them also
 requires that nothing outside the grader's output folder changed (no marker file written anywhere, the
 repository's ``git status`` as before, no process of a jail's user left). A later run (a late submission, an
-endless loop under a short ``--timeout``) must keep every row of the first. The bombs are in
-tests/test_grading_clean.py.
+endless loop under a short ``--timeout``) must keep every row of the first.
+
+Bombs are graded by ``grade.py`` in a process held by a safety cap above the jail's own limits (16 GiB of address
+space, 15 minutes): a fork bomb, a memory bomb across processes, one in a single process, a disk bomb, a process
+that tries to outlive its jail, an answer too large to send, a zip bomb. Each gets its row, and afterwards no
+marker exists, the homework folder is as it was and no process of a jail's user is left.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import stat
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from homework_support import (
+    HOMEWORK,
     MARKERS,
     NAMES,
     WRONG,
@@ -131,7 +139,7 @@ import os
 
 def _everything():
     found = []
-    for top in ("/", os.getcwd(), "/proc/1"):
+    for top in (os.getcwd(), "/proc/1", "/"):
         for folder, _, files in os.walk(top):
             if folder.startswith(("/proc", "/sys", "/usr/lib", "/dev")) and top != "/proc/1":
                 continue
@@ -139,6 +147,8 @@ def _everything():
                 try:
                     text = open(os.path.join(folder, name), errors="replace").read(2000)
                     found.append(folder + "/" + name + ": " + text)
+                    if len(found) == 500:
+                        return " | ".join(found)
                 except OSError:
                     pass
     return " | ".join(found)
@@ -203,6 +213,7 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     write(reference(dist, "hw2-clip-kl"), folder / FORMULA_NAME)
     write(solved, folder / "names" / LONG_NAME)
     write(solved, folder / "names" / "x" / "y.ipynb")
+    write(solved, folder / "names" / os.fsdecode(b"caf\xe9 latin-1.ipynb"))
     write(wrong_submission(dist, DDOF1), folder / "names" / "x__y.ipynb")
     (folder / "names" / "link.ipynb").symlink_to(folder / "solutions" / "hw1-advantages.ipynb")
     (folder / "names" / "linked-folder").symlink_to(folder / "solutions")
@@ -286,6 +297,7 @@ def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades
     records = [json.loads(text) for text in texts.values()]
     (exfiltrated,) = [record for record in records if record["file"] == "hostile/exfiltrates.ipynb"]
     public = [entry for entry in exfiltrated["tests"] if not entry["hidden"]]
+    assert exfiltrated["error"] == "" and public
     assert all("your code raised RuntimeError" in entry["message"] for entry in public if entry["question"] == "q1")
     assert all("message" not in entry for entry in exfiltrated["tests"] if entry["hidden"])
     (wrong,) = [record for record in records if record["file"] == "hw1-ddof1.ipynb"]
@@ -324,6 +336,7 @@ def test_unreadable_files_are_reported_in_their_own_row(grades, file, reason):
         ("'" + FORMULA_NAME, "hw2-clip-kl"),
         (f"names/{LONG_NAME}", "hw1-advantages"),
         ("names/x/y.ipynb", "hw1-advantages"),
+        ("names/caf\\xe9 latin-1.ipynb", "hw1-advantages"),
     ],
 )
 def test_odd_names_are_graded_normally(grades, file, name):
@@ -359,7 +372,7 @@ def test_roster_feedback_and_written_answers(graded, grades):
 
 def test_every_file_has_exactly_one_row(graded, grades):
     folder = next(Path(graded[0]).parent.parent.glob("submissions*"))
-    files = [cell_text(path.relative_to(folder).as_posix()) for path in grade.submissions(folder)]
+    files = [cell_text(grade.file_name(path, folder)) for path in grade.submissions(folder)]
     assert sorted(files) == sorted(file for file in grades if not file.startswith(grade.POINTS_ROW))
 
 
@@ -380,3 +393,90 @@ def test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop(dist, gra
         after["endless.ipynb"]["error"] == "ran longer than its time limit" and after["endless.ipynb"]["total"] == "0"
     )
     assert scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+
+
+# ---------------------------------------------------------------- bombs
+
+FORK_BOMB = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)"
+MEMORY_ACROSS_PROCESSES = """\
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        block = bytearray(2**30)
+        for start in range(0, len(block), 4096):
+            block[start] = 1
+        time.sleep(600)
+time.sleep(600)
+"""
+MEMORY_ONE_PROCESS = "try:\n    hog = bytearray(3 * 2**30)\nexcept MemoryError:\n    hog = None"
+DISK = """\
+import os
+for folder in ("/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~")):
+    for number in range(64):
+        try:
+            with open(os.path.join(folder, f"fill-{number}"), "wb") as out:
+                out.write(b"x" * 2**26)
+        except OSError:
+            break
+"""
+SURVIVOR = """\
+import os, subprocess, time
+subprocess.Popen(["sleep", "600"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+"""
+HUGE_ANSWER = 'mean_R = "x" * (64 * 2**20)'
+
+
+@pytest.fixture(scope="module")
+def bombed(dist, tmp_path_factory) -> tuple[dict, tuple, tuple]:
+    folder = tmp_path_factory.mktemp("bombs")
+    solved = reference(dist, "hw1-advantages")
+    for name, source in {"fork": FORK_BOMB, "memory-across-processes": MEMORY_ACROSS_PROCESSES}.items():
+        write(with_cell(solved, source), folder / f"{name}.ipynb")
+    for name, source in {"memory-one-process": MEMORY_ONE_PROCESS, "disk": DISK, "survivor": SURVIVOR}.items():
+        write(with_cell(solved, source), folder / f"{name}.ipynb")
+    write(with_cell(solved, HUGE_ANSWER), folder / "huge-answer.ipynb")
+    with (
+        zipfile.ZipFile(folder / "zip-bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("bomb.ipynb", "w", force_zip64=True) as member,
+    ):
+        for _ in range(1500):
+            member.write(b" " * 2**20)  # 1.5 GB of spaces, 1.5 MB compressed
+    out = tmp_path_factory.mktemp("bomb-grades") / "out"
+    before = outside_state()
+    command = ["prlimit", f"--as={16 * 2**30}", "--", "timeout", "900", sys.executable, str(HOMEWORK / "grade.py")]
+    command += [str(folder), "--dist", str(dist), "--out", str(out), "--timeout", "20", "--jobs", "2"]
+    subprocess.run(command, check=True, capture_output=True)
+    return sheets(out), before, outside_state()
+
+
+def test_bombs_leave_nothing_behind(bombed):
+    _, before, after = bombed
+    assert before == after and after[2] == [] and not any(after[0])
+
+
+@pytest.mark.parametrize(
+    ("file", "error"),
+    [
+        ("fork.ipynb", "limit"),  # its time, or the memory of 256 processes: whichever comes first
+        ("memory-across-processes.ipynb", "over the 2 GiB limit"),
+        ("huge-answer.ipynb", "an answer was longer than 32 MiB"),
+    ],
+)
+def test_a_bomb_scores_zero_with_the_reason(bombed, file, error):
+    row = bombed[0][file]
+    assert row["sheet"] == "hw1-advantages" and error in row["error"] and row["total"] == "0"
+
+
+@pytest.mark.parametrize("file", ["memory-one-process.ipynb", "disk.ipynb", "survivor.ipynb"])
+def test_a_bomb_held_by_its_limits_keeps_full_marks(bombed, file):
+    full_marks(bombed[0][file], "hw1-advantages")
+
+
+def test_a_zip_bomb_is_refused_before_it_is_read(bombed):
+    row = bombed[0]["zip-bomb.zip"]
+    assert row["sheet"] == "unmatched" and "the notebook in the zip is larger than 16 MiB" in row["error"]
