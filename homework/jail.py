@@ -157,14 +157,19 @@ class Jail:
                 raise JailError(self.broken)
 
     def close(self) -> None:
+        """Kill the jail and wait until every process it held is gone (the kernel ends them after bwrap)."""
+        held = processes_below(self.process.pid)
         self.kill("")
         self.process.wait()
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() for pid in held) and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.replies.close()
         self.process.stdin.close()
 
 
-def memory_of(root: int) -> int:
-    """Resident bytes of ``root`` and every process below it (read from ``/proc``)."""
+def processes_below(root: int) -> dict[int, int]:
+    """``{pid: resident bytes}`` of ``root`` and every process below it (read from ``/proc``)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
@@ -176,12 +181,16 @@ def memory_of(root: int) -> int:
             continue
         children.setdefault(int(stat[1]), []).append(int(entry.name))
         rss[int(entry.name)] = int(stat[21]) * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
+    found, todo = {}, [root]
     while todo:
         pid = todo.pop()
-        total += rss.get(pid, 0)
+        found[pid] = rss.get(pid, 0)
         todo += children.get(pid, [])
-    return total
+    return found
+
+
+def memory_of(root: int) -> int:
+    return sum(processes_below(root).values())
 
 
 if __name__ == "__main__":  # a quick look: python jail.py PYTHON CODE  (prints what CODE prints in a jail)
