@@ -22,8 +22,6 @@ unexport PYTHONDONTWRITEBYTECODE
 # pip installs the pinned torch (pip's configuration is what finds a machine's CPU wheel of it; uv reads only its
 # own) and uv; uv installs everything else. A module is compiled to bytecode when it is first imported, not up
 # front: compiling all of site-packages took 30 CPU-s, mostly for modules nothing imports (bench/bench_install.py).
-# The grading sandbox's user cannot write bytecode, but its kernels are forked by homework/zygote.py, which has
-# imported as root what they all import.
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): requirements.txt requirements-practice.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -81,9 +79,9 @@ bench: $(STAMP)
 # Homework (otter-grader; see book/instructors.md).
 # make homework: student notebook + requirements.txt, reference notebook and self-contained
 #   autograder zip per assignment in homework/dist/NAME/
-# make grade SUBMISSIONS=dir [TIMEOUT=600] [JOBS=2] [ROSTER=roster.csv]: every notebook or exported
-#   zip under dir, each in its own sandbox -> homework/dist/grades/NAME.csv (merged by submission),
-#   unmatched.csv, feedback/, manual-NAME.md
+# make grade SUBMISSIONS=dir [TIMEOUT=600] [JOBS=2] [ROSTER=roster.csv]: every file under dir gets one row;
+#   each notebook or exported zip runs in its own bubblewrap jail (apt-get install bubblewrap; no root needed)
+#   -> homework/dist/grades/NAME.csv (merged by submission), unmatched.csv, feedback/, manual-NAME.md
 .PHONY: homework grade
 TIMEOUT ?= 600
 JOBS ?= 2

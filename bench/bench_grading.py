@@ -1,97 +1,69 @@
-"""Per-submission grading time: ``otter run`` per file (the old grader) against ``grade.py``'s workers.
+"""Seconds per submission of ``grade.py`` (each in a fresh bubblewrap jail), and the grader's memory.
 
     .venv/bin/python bench/bench_grading.py [N]
 
-Builds ``hw1-advantages`` into a temporary directory, then grades its reference
-solutions N times (default 4), one at a time (no parallelism, so the numbers are
-per submission):
+Builds ``hw1-advantages`` and ``hw4-length-bias`` (which imports PyTorch) into a temporary directory, then
+grades each assignment's reference solutions
 
-* ``otter run`` — one process per submission, as the old ``grade.py`` did: a new
-  Python that imports otter, unpacks the zip and starts a kernel;
-* ``grade.py`` worker — one long-lived worker (otter imported once); each
-  submission gets a fresh sandbox directory and kernel, started afresh or
-  forked by ``homework/zygote.py`` (ipykernel, otter and numpy already
-  imported). Its first submission includes starting the worker (and the zygote's
-  imports, which run beside it).
+* one at a time, N times (default 6): the first submission (it also runs the master's setup in this process,
+  once per assignment) and the median of the further ones;
+* 2N at once on two job slots (``--jobs 2``): wall seconds per submission.
 
-Also the cost that the worker avoids: starting Python and importing what
-``otter run`` imports (median of 3 fresh interpreters).
+Last, the grader process's peak resident memory (the jails are separate processes with limits of their own).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import nbformat
-
 ROOT = Path(__file__).resolve().parents[1]
-HOMEWORK = ROOT / "homework"
-NAME = "hw1-advantages"
-
-
-def otter_run_seconds(zip_path: Path, submission: Path, out: Path) -> float:
-    otter = Path(sys.executable).with_name("otter")
-    started = time.perf_counter()
-    command = [str(otter), "run", "--no-logo", "-a", str(zip_path), "-o", str(out), str(submission)]
-    subprocess.run(command, check=True, capture_output=True)
-    return time.perf_counter() - started
-
-
-def import_seconds() -> float:
-    code = "import otter.run, nbconvert.preprocessors, otter.execute"
-    runs = []
-    for _ in range(3):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs)
+NAMES = ("hw1-advantages", "hw4-length-bias")
 
 
 def main(count: int) -> None:
-    sys.path.insert(0, str(HOMEWORK))  # the scripts import one another by name, from their folder
+    sys.path.insert(0, str(ROOT / "homework"))  # the scripts import one another by name, from their folder
     build, grade = importlib.import_module("build"), importlib.import_module("grade")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from homework_support import reference, write
+
+    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as temporary:
         scratch = Path(temporary)
-        dist = scratch / "dist"
-        assert build.build(NAME, dist, build.package_grpo_core(scratch)) == []
-        submission = dist / NAME / "autograder" / f"{NAME}.ipynb"
-        old = [
-            otter_run_seconds(dist / NAME / "autograder" / f"{NAME}-autograder.zip", submission, scratch)
-            for _ in range(count)
-        ]
-        scratch.chmod(0o711)
-        notebook = nbformat.read(submission, as_version=4)
-        timings = {}
-        for warm in (False, True):
-            work = scratch / f"grade-{warm}"
-            work.mkdir()
-            grade.prepare_scratch(work)
-            graders = grade.load_autograders(dist, work)
-            workers = grade.Workers(sys.executable, 1, work, 600.0, warm=warm)
-            timings[warm] = []
-            try:
-                for _ in range(count):
-                    started = time.perf_counter()
-                    answer = workers.run(notebook, graders[NAME])
-                    timings[warm].append(time.perf_counter() - started)
-                    assert "error" not in answer, answer
-            finally:
-                workers.close()
-    print(f"Grading {NAME} (reference solutions), one submission at a time, {count} submissions each\n")
-    print("| method | first submission (s) | each further submission, median (s) |")
-    print("|---|---|---|")
-    print(f"| `otter run` per file (old) | {old[0]:.1f} | {statistics.median(old[1:] or old):.1f} |")
-    for warm, label in ((False, "each kernel started afresh"), (True, "kernels forked by `zygote.py`")):
-        runs = timings[warm]
-        print(f"| `grade.py` worker, sandboxed, {label} | {runs[0]:.1f} | {statistics.median(runs[1:] or runs):.1f} |")
-    print(f"\nStarting Python and importing otter's grading modules: {import_seconds():.1f} s (median of 3)")
+        package = build.package_grpo_core(scratch / "package")
+        for name in NAMES:
+            build.assign(build.master_notebook(name), name, scratch / "dist", package, run_tests=False)
+        grader = grade.Grader(grade.load_keys(scratch / "dist"), sys.executable, 600.0, 2)
+        for name in NAMES:
+            path = scratch / "subs" / name / "solved.ipynb"
+            write(reference(scratch / "dist", name), path)
+            seconds = []
+            for _ in range(count):
+                started = time.perf_counter()
+                row, _, _ = grader.grade_one(path, path.parent)
+                seconds.append(time.perf_counter() - started)
+                assert not row.error and sum(row.scores.values()) == sum(grade.points(grader.keys[name]).values())
+            started = time.perf_counter()
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                list(pool.map(grader.grade_one, [path] * (2 * count), [path.parent] * (2 * count)))
+            parallel = (time.perf_counter() - started) / (2 * count)
+            rows.append((name, seconds[0], statistics.median(seconds[1:] or seconds), parallel))
+    print(f"Grading reference solutions, {count} one at a time, then {2 * count} on 2 job slots")
+    print(f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)\n")
+    print("| assignment | first (s) | further, median (s) | 2 at once, per submission (s) |")
+    print("|---|---|---|---|")
+    for name, first, further, parallel in rows:
+        print(f"| `{name}` | {first:.1f} | {further:.1f} | {parallel:.1f} |")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nGrader process, peak resident memory: {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 4)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 6)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import shutil
 import subprocess
@@ -49,6 +50,7 @@ import nbformat
 from packaging.requirements import Requirement
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from checker import make_key
 from leaks import find_leaks
 
 HOMEWORK = Path(__file__).resolve().parent
@@ -57,6 +59,7 @@ OTTER = Path(sys.executable).with_name("otter")
 OTTER_PIN = "otter-grader==7.0.0"
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 LOCKED = {"deletable": False, "editable": False}
+GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "sheets.py")
 
 
 def assignment_names() -> list[str]:
@@ -151,9 +154,19 @@ def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, 
     zips = list((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected 1")
-    zip_path = zips[0].rename(out / "autograder" / f"{name}-autograder.zip")
-    with zipfile.ZipFile(zip_path, "a") as archive:  # for pip users; Gradescope reads environment.yml
+    key = json.dumps(make_key(master), indent=1)
+    (out / "autograder" / "key.json").write_text(key)
+    zip_path, otters_zip = out / "autograder" / f"{name}-autograder.zip", zips[0].rename(out / "otter.zip")
+    with zipfile.ZipFile(otters_zip) as otters, zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in otters.infolist():  # otter's own run script and hidden tests stay out
+            if member.filename != "run_otter.py" and not member.filename.startswith("tests/"):
+                archive.writestr(member, otters.read(member))
         archive.writestr("requirements.txt", "\n".join([f"{OTTER_PIN.replace('==', '[grading]==')}", *pinned]) + "\n")
+        archive.writestr("key.json", key)
+        archive.write(HOMEWORK / "gradescope.py", "run_otter.py")  # what otter's run_autograder runs
+        for script in GRADER_SCRIPTS:
+            archive.write(HOMEWORK / script, f"grader/{script}")
+    otters_zip.unlink()
     portable_student_notebook(name, out / "student")
     (out / "student" / "requirements.txt").write_text("\n".join([*pinned, OTTER_PIN]) + "\n")
     return out

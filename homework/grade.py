@@ -1,60 +1,47 @@
-"""Grade a folder of submissions, each in its own sandbox, into one sheet per assignment.
+"""Grade a folder of submissions, each in its own jail, into one sheet per assignment.
 
     python homework/grade.py SUBMISSIONS [--dist homework/dist] [--out DIR] [--jobs N]
                              [--timeout SECONDS] [--roster roster.csv] [--python PYTHON]
 
-Every ``*.ipynb`` under SUBMISSIONS (any depth; checkpoints skipped) and every
-``*.zip`` made by the notebook's export cell (only the notebook inside is used)
-is a submission, matched to its assignment by the name otter stores in the
-notebook (``metadata.otter.assignment_name``). Nothing a submission holds can end
-the run: a file that is not a notebook, or has no assignment name, gets a row
-saying why in ``unmatched.csv``.
+Every file under SUBMISSIONS (any depth; ``.ipynb_checkpoints`` folders skipped) gets exactly one
+row. A notebook (``*.ipynb``) or a zip made by the notebook's export cell (only the one notebook
+inside is read) is matched to its assignment by the name otter stores in it
+(``metadata.otter.assignment_name``) and graded against that assignment's key
+(``DIST/NAME/autograder/key.json``); anything else — another kind of file, a symlink, a file or zip
+member over :data:`MAX_BYTES`, a notebook that does not parse or names no known assignment — gets
+a row in ``unmatched.csv`` saying why. Sizes are checked before anything is read.
 
-Each submission is graded against its autograder zip (``DIST/NAME/autograder/``)
-by a worker process (``grade_worker.py``, started once per ``--jobs`` slot in the
-environment of ``--python``), in a working directory of its own that holds only
-a fresh, read-only copy of the tests and of the autograder's files. Its kernel
-runs in its own PID namespace as an unprivileged user of its own (``sandbox.py``),
-forked by ``zygote.py`` with ipykernel, otter and numpy already imported, when the
-grader runs as root; otherwise as the grader's user (a warning says so).
-After ``--timeout`` seconds the kernel's whole process group is killed.
+Each notebook's code runs in a jail (``jail.py``: bubblewrap, no network, limits) with the Python
+environment of ``--python``; the jail returns answers as data and ``checker.py`` scores them in
+this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
 
-``OUT`` (default ``DIST/grades``) receives, row by row as submissions finish:
+``OUT`` (default ``DIST/grades``, made 0700; every file in it 0600) receives, row by row:
 
-* ``NAME.csv`` per assignment: ``student_id`` (from ``--roster``), ``file``,
-  ``sha256``, ``graded_at``, one column per question, ``total``, ``possible``,
-  ``suspicious``, ``error``; the first row, ``file = (points possible)``, holds each
-  question's maximum. A sheet that exists is **merged by submission**: a row is
-  replaced only when the same ``file`` is graded again, every other row stays.
-  Each write goes to a temporary file renamed over the sheet, so an interrupted
-  run leaves the sheet as it was after the last finished submission.
-* ``unmatched.csv``: the submissions that could not be matched, and why.
-* ``feedback/NAME/FILE.json``: otter's per-test results for each submission
-  (what Gradescope would show the student), kept for feedback and regrades.
-* ``manual-NAME.md``: every written answer (cells tagged ``manual-answer``) by
-  submission, for grading by hand.
+* ``NAME.csv`` per assignment: ``student_id`` (from ``--roster``), ``file``, ``sha256``,
+  ``graded_at``, one column per question, ``total``, ``possible``, ``error``; the first row,
+  ``file = (points possible)``, holds each question's maximum. An existing sheet is merged by
+  submission (a row is replaced only when the same ``file`` is graded again), and each write
+  replaces the sheet atomically (``sheets.py``).
+* ``unmatched.csv``: the files that could not be graded as a submission, and why.
+* ``feedback/NAME/HASH.json`` (HASH: the SHA-256 of the file's path, so no two submissions share
+  one): each test case's result, with the message and the student's values for public ones.
+* ``manual-NAME.md``: every written answer (cells tagged ``manual-answer``), for grading by hand.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import contextlib
-import copy
 import csv
 import datetime
 import hashlib
 import io
 import json
 import os
-import re
-import secrets
-import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,16 +51,15 @@ import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import checker
+from jail import Jail, command, python_paths
 from sheets import Sheet
-from suspicious import findings
 
 HOMEWORK = Path(__file__).resolve().parent
 POINTS_ROW = "(points possible)"
 MANUAL_TAG = "manual-answer"
-UID_BASE = 64000  # the sandbox user of job slot k is UID_BASE + k (no passwd entry needed)
-
-
-# ---------------------------------------------------------------- reading submissions
+MAX_BYTES = 16 * 2**20  # a notebook, a zip, or the notebook inside a zip
+MAX_MEMBERS = 1000
 
 
 @dataclass
@@ -84,38 +70,61 @@ class Row:
     assignment: str = ""
     sha256: str = ""
     scores: dict[str, float] = field(default_factory=dict)
-    suspicious: list[str] = field(default_factory=list)
     error: str = ""
     graded_at: str = ""
     student_id: str = ""
 
 
 def submissions(folder: Path) -> list[Path]:
-    found = [*folder.rglob("*.ipynb"), *folder.rglob("*.zip")]
-    return sorted(path for path in found if ".ipynb_checkpoints" not in path.parts and path.is_file())
+    """Every file and symlink under ``folder`` (symlinked folders are not entered)."""
+    found = []
+    for directory, folders, files in os.walk(folder):
+        folders[:] = [name for name in folders if name != ".ipynb_checkpoints"]
+        links = [name for name in folders if os.path.islink(os.path.join(directory, name))]
+        found += [Path(directory, name) for name in files + links]
+    return sorted(found)
 
 
-def notebook_bytes(path: Path) -> bytes:
-    """The file itself, or the single notebook inside an exported zip (nothing else is extracted)."""
-    if path.suffix != ".zip":
-        return path.read_bytes()
-    with zipfile.ZipFile(path) as archive:
-        names = [
-            info.filename
-            for info in archive.infolist()
-            if info.filename.endswith(".ipynb") and "checkpoint" not in info.filename and not info.is_dir()
-        ]
-        if len(names) != 1:
-            raise ValueError(f"expected one notebook in the zip, found {len(names)}")
-        return archive.read(names[0])
+def file_name(path: Path, folder: Path) -> str:
+    """The path below ``folder`` as text; a byte that is not UTF-8 is written ``\\xNN``."""
+    return path.relative_to(folder).as_posix().encode("utf8", "surrogateescape").decode("utf8", "backslashreplace")
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file itself, or the single notebook inside an exported zip; never a symlink, never over the cap."""
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise ValueError("a symlink or special file, refused")
+    if info.st_size > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES // 2**20} MiB")
+    if path.suffix not in (".ipynb", ".zip"):
+        raise ValueError("not a notebook (.ipynb) or exported zip")
+    with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as handle:
+        data = handle.read(MAX_BYTES + 1)
+    if path.suffix == ".ipynb":
+        return data
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = archive.infolist()
+        if len(members) > MAX_MEMBERS:
+            raise ValueError(f"a zip of more than {MAX_MEMBERS} files")
+        notebooks = [m for m in members if m.filename.endswith(".ipynb") and "checkpoint" not in m.filename]
+        if len(notebooks) != 1:
+            raise ValueError(f"expected one notebook in the zip, found {len(notebooks)}")
+        if notebooks[0].file_size > MAX_BYTES:
+            raise ValueError(f"the notebook in the zip is larger than {MAX_BYTES // 2**20} MiB")
+        with archive.open(notebooks[0]) as member:
+            data = member.read(MAX_BYTES + 1)  # the header's size may lie
+        if len(data) > MAX_BYTES:
+            raise ValueError(f"the notebook in the zip is larger than {MAX_BYTES // 2**20} MiB")
+        return data
 
 
 def parse_notebook(data: bytes) -> nbformat.NotebookNode:
     """A version-4 notebook, or ValueError saying what is wrong with the file."""
     try:
         raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"not JSON: {error}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"not JSON: {type(error).__name__}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
         raise ValueError(f"not a notebook: the file holds a JSON {type(raw).__name__} without a cell list")
     try:
@@ -123,7 +132,7 @@ def parse_notebook(data: bytes) -> nbformat.NotebookNode:
         nbformat.validate(notebook)
     except Exception as error:  # nbformat raises jsonschema's and its own errors
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"not a valid notebook: {first}") from None
+        raise ValueError(f"not a valid notebook: {first[:200]}") from None
     return notebook
 
 
@@ -137,304 +146,26 @@ def assignment_name(notebook: nbformat.NotebookNode) -> str:
     return name
 
 
-def _ignored(cell: nbformat.NotebookNode) -> bool:
-    """Cells otter never runs when grading (the student notebook's setup cell is one)."""
-    metadata = cell.get("metadata", {})
-    otter = metadata.get("otter")
-    return "otter_ignore" in metadata.get("tags", []) or (isinstance(otter, dict) and bool(otter.get("ignore")))
-
-
 def code_sources(notebook: nbformat.NotebookNode) -> list[str]:
-    """The code grading runs: every code cell but those otter skips."""
-    return [cell.source for cell in notebook.cells if cell.cell_type == "code" and not _ignored(cell)]
+    """The code grading runs: every code cell but those otter skips (tagged ``otter_ignore``)."""
+    return [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "otter_ignore" not in cell.get("metadata", {}).get("tags", [])
+    ]
 
 
 def manual_answers(notebook: nbformat.NotebookNode) -> list[str]:
     return [cell.source for cell in notebook.cells if MANUAL_TAG in cell.get("metadata", {}).get("tags", [])]
 
 
-# ---------------------------------------------------------------- the autograders
+def load_keys(dist: Path) -> dict[str, dict]:
+    """``{assignment: key}`` for every ``DIST/NAME/autograder/key.json``."""
+    return {path.parent.parent.name: checker.load_key(path) for path in sorted(dist.glob("*/autograder/key.json"))}
 
 
-@dataclass
-class Autograder:
-    """One assignment's autograder zip, unpacked once for every submission of the run."""
-
-    name: str
-    zip_path: Path
-    source: Path  # the unpacked zip
-    points: dict[str, float]  # question -> points possible
-    imports: list[str]  # the master's own import statements, re-run before the tests
-
-    @property
-    def files(self) -> Path:
-        return self.source / "files"
-
-
-def _test_points(test_file: Path) -> tuple[str, float]:
-    """``(name, points)`` of an otter test file (``test = {...}``), read without running it."""
-    for node in ast.parse(test_file.read_text(encoding="utf8")).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "test" for t in node.targets):
-            test = ast.literal_eval(node.value)
-            points = test.get("points")
-            cases = sum(len(suite["cases"]) for suite in test["suites"])
-            total = sum(points) if isinstance(points, list) else (points if points is not None else cases)
-            return test["name"], float(total)
-    raise ValueError(f"{test_file}: no `test = {{...}}` dictionary")
-
-
-def _question_order(name: str) -> tuple[int, str]:
-    digits = re.findall(r"\d+", name)
-    return (int(digits[-1]) if digits else 0, name)
-
-
-def _master_imports(reference: nbformat.NotebookNode) -> list[str]:
-    """Top-level import statements of the reference notebook's code, answer key excluded."""
-    statements = []
-    for source in code_sources(reference):
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.Import | ast.ImportFrom):
-                text = ast.unparse(node)
-                if "grpo_core" not in text and "otter" not in text and text not in statements:
-                    statements.append(text)
-    return statements
-
-
-def load_autograders(dist: Path, scratch: Path) -> dict[str, Autograder]:
-    graders = {}
-    for zip_path in sorted(dist.glob("*/autograder/*-autograder.zip")):
-        name = zip_path.parent.parent.name
-        source = scratch / "autograders" / name
-        with zipfile.ZipFile(zip_path) as archive:
-            archive.extractall(source)
-        points = dict(
-            sorted(
-                (_test_points(path) for path in (source / "tests").glob("*.py")), key=lambda p: _question_order(p[0])
-            )
-        )
-        reference = nbformat.read(zip_path.parent / f"{name}.ipynb", as_version=4)
-        graders[name] = Autograder(name, zip_path, source, points, _master_imports(reference))
-    return graders
-
-
-# ---------------------------------------------------------------- the sandbox
-
-
-def sandboxed() -> bool:
-    """Whether kernels can get a PID namespace and a user of their own (root, util-linux present)."""
-    return os.geteuid() == 0 and shutil.which("unshare") is not None
-
-
-def write_kernelspecs(jupyter_dir: Path, python: str, jobs: int, zygote: Path | None) -> list[str]:
-    """One kernelspec per job slot (its own sandbox user, its kernel forked by ``zygote`` if any); their names."""
-    names = []
-    for slot in range(jobs):
-        name = f"grade-sandbox-{slot}"
-        spec = jupyter_dir / "kernels" / name
-        spec.mkdir(parents=True)
-        launch = [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-        if sandboxed():
-            sandbox = [python, str(HOMEWORK / "sandbox.py"), str(UID_BASE + slot), "{connection_file}"]
-            sandbox += [str(zygote)] if zygote else []
-            namespace = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-            launch = ["setpriv", "--pdeathsig", "KILL", "--", *namespace, *sandbox]  # dies with its worker
-        kernel = {"argv": launch, "display_name": "Python 3 (grading sandbox)", "language": "python"}
-        (spec / "kernel.json").write_text(json.dumps(kernel))
-        names.append(name)
-    return names
-
-
-GUARD_SNAPSHOT = """\
-def _snapshot():
-    import sys
-    {imports}
-    saved = {{
-        name: (module, dict(vars(module)))
-        for name, module in list(sys.modules.items())
-        if module is not None and name.split(".")[0] in ("builtins", "math", "numpy", "torch")
-    }}
-
-    def restore():
-        for name, (module, attributes) in saved.items():
-            sys.modules[name] = module
-            vars(module).update(attributes)
-
-    return restore
-
-
-{restore} = _snapshot()
-del _snapshot
-"""
-
-GUARD_RESTORE = """\
-{restore}()
-{imports}
-from otter.execute import Checker as _Checker
-
-_Checker.clear_results()
-"""
-
-
-def prepared_notebook(notebook: nbformat.NotebookNode, grader: Autograder, kernel: str) -> nbformat.NotebookNode:
-    """The submission as it is run: kernelspec set to the sandbox, numpy & co. restored before the tests.
-
-    Otter runs the tests in the student's kernel (otter 7 has no other mode for
-    notebooks). The first cell added here records every attribute of numpy,
-    torch, math and builtins before any student code runs; the last one puts them
-    back, re-runs the assignment's own imports (``np`` is numpy again) and drops
-    whatever results the student's ``grader.check`` calls recorded, so otter's
-    final cell runs every test afresh.
-    """
-    run = copy.deepcopy(notebook)
-    restore = f"_grader_restore_{secrets.token_hex(8)}"
-    imports = "\n".join(grader.imports)
-    snapshot = GUARD_SNAPSHOT.format(imports="\n    ".join(grader.imports) or "pass", restore=restore)
-    run.cells.insert(0, nbformat.v4.new_code_cell(snapshot))
-    run.cells.append(nbformat.v4.new_code_cell(GUARD_RESTORE.format(restore=restore, imports=imports)))
-    run.metadata.kernelspec = {"name": kernel, "display_name": "Python 3 (grading sandbox)", "language": "python"}
-    run.metadata.language_info = {"name": "python"}
-    return run
-
-
-def prepare_scratch(scratch: Path) -> Path:
-    """The grader's temporary directory: sandbox users may pass through it, list nothing in it."""
-    for sub, mode in (("work", 0o711), ("notebooks", 0o700), ("runtime", 0o700)):
-        (scratch / sub).mkdir(mode=mode)
-        (scratch / sub).chmod(mode)
-    scratch.chmod(0o711)
-    return scratch
-
-
-def _read_only(path: Path) -> None:
-    for item in [path, *path.rglob("*")]:
-        item.chmod(0o555 if item.is_dir() else 0o444)
-
-
-class Workers:
-    """``jobs`` long-lived ``grade_worker.py`` processes; each grades one submission at a time."""
-
-    def __init__(self, python: str, jobs: int, scratch: Path, timeout: float, *, warm: bool = True):
-        """``warm``: kernels are forked by ``zygote.py`` (when sandboxed), not started afresh."""
-        self.python, self.scratch, self.timeout = python, scratch, timeout
-        jupyter = scratch / "jupyter"
-        self.env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-        self.env.update(JUPYTER_PATH=str(jupyter), JUPYTER_RUNTIME_DIR=str(scratch / "runtime"), PYTHONNOUSERSITE="1")
-        self.zygote_socket = scratch / "runtime" / "zygote.sock" if sandboxed() and warm else None  # root's alone
-        self.zygote = self._start_zygote(self.zygote_socket) if self.zygote_socket else None
-        self.kernels = write_kernelspecs(jupyter, python, jobs, self.zygote_socket)
-        self.free = list(range(jobs))
-        self.lock = threading.Lock()
-        self.processes: dict[int, tuple[subprocess.Popen, io.TextIOWrapper]] = {}
-
-    def _start_zygote(self, socket_path: Path) -> subprocess.Popen:
-        """``zygote.py``, which forks every kernel with ipykernel, otter and numpy already imported."""
-        log = (self.scratch / "zygote.log").open("ab")
-        command = [self.python, str(HOMEWORK / "zygote.py"), str(socket_path)]
-        zygote = subprocess.Popen(command, stdout=log, stderr=log, env=self.env, start_new_session=True)
-        while not socket_path.exists():  # it listens before it imports: a kernel asked for early waits in line
-            if zygote.poll() is not None:
-                raise RuntimeError(f"zygote.py exited: {(self.scratch / 'zygote.log').read_text()}")
-            time.sleep(0.005)
-        return zygote
-
-    def _start(self, slot: int):
-        read, write = os.pipe()
-        log = (self.scratch / f"worker-{slot}.log").open("ab")
-        process = subprocess.Popen(
-            [self.python, str(HOMEWORK / "grade_worker.py"), str(write)],
-            stdin=subprocess.PIPE,
-            stdout=log,
-            stderr=log,
-            pass_fds=(write,),
-            env=self.env,
-            text=True,
-            start_new_session=True,
-        )
-        os.close(write)
-        self.processes[slot] = (process, os.fdopen(read, "r"))
-        return self.processes[slot]
-
-    def _stop(self, slot: int) -> None:
-        process, answers = self.processes.pop(slot)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, 9)
-        process.wait()
-        answers.close()
-
-    def run(self, notebook: nbformat.NotebookNode, grader: Autograder) -> dict:
-        with self.lock:
-            slot = self.free.pop()
-        try:
-            return self._run_in(slot, notebook, grader)
-        finally:
-            with self.lock:
-                self.free.append(slot)
-
-    def _workdir(self, slot: int, grader: Autograder) -> tuple[Path, Path]:
-        """A fresh directory: read-only tests and autograder files, a scratch dir only the sandbox user owns."""
-        workdir = Path(tempfile.mkdtemp(prefix="sub-", dir=self.scratch / "work"))
-        shutil.copytree(grader.source / "tests", workdir / "tests")
-        if grader.files.is_dir():
-            shutil.copytree(grader.files, workdir, dirs_exist_ok=True)
-        _read_only(workdir)
-        scratch = workdir / "scratch"
-        workdir.chmod(0o755)
-        scratch.mkdir()
-        if sandboxed():
-            os.chown(scratch, UID_BASE + slot, UID_BASE + slot)
-        scratch.chmod(0o700)
-        workdir.chmod(0o555)
-        return workdir, scratch
-
-    def _run_in(self, slot: int, notebook: nbformat.NotebookNode, grader: Autograder) -> dict:
-        workdir, scratch = self._workdir(slot, grader)
-        kernel = self.kernels[slot]
-        path = self.scratch / "notebooks" / f"{workdir.name}.ipynb"
-        task = {"id": workdir.name, "notebook": str(path), "workdir": str(workdir), "scratch": str(scratch)}
-        task.update(kernel=kernel, timeout=self.timeout)
-        try:
-            nbformat.write(prepared_notebook(notebook, grader, kernel), path)
-            process, answers = self.processes.get(slot) or self._start(slot)
-            process.stdin.write(json.dumps(task) + "\n")
-            process.stdin.flush()
-            line = _readline(answers, self.timeout + 120)
-            answer = json.loads(line) if line else {}
-            if answer.get("id") != task["id"]:
-                raise RuntimeError("the grading worker died")
-            return answer
-        except (OSError, TimeoutError, RuntimeError, ValueError) as error:
-            if slot in self.processes:  # a worker that failed once is replaced for the next submission
-                self._stop(slot)
-            return {"error": f"grading failed: {error or type(error).__name__}"}
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-            path.unlink(missing_ok=True)
-
-    def close(self) -> None:
-        for slot in list(self.processes):
-            process, _answers = self.processes[slot]
-            process.stdin.close()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=30)
-            self._stop(slot)
-        if self.zygote:
-            self.zygote.kill()
-            self.zygote.wait()
-
-
-def _readline(handle, timeout: float) -> str:
-    """One line from a worker ("" if it died), or TimeoutError when it is stuck beyond any kernel's limit."""
-    result: list[str] = []
-    reader = threading.Thread(target=lambda: result.append(handle.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    if reader.is_alive():
-        raise TimeoutError("the grading worker did not answer")
-    return result[0]
+def points(key: dict) -> dict[str, float]:
+    return {q["name"]: float(q["points"] * len(q["cases"])) for q in key["questions"]}
 
 
 # ---------------------------------------------------------------- sheets, feedback, roster
@@ -459,47 +190,43 @@ def student_of(file: str, roster: list[tuple[str, str]]) -> str:
 class Records:
     """Where results go: one sheet per assignment, ``unmatched.csv``, feedback files, written answers."""
 
-    def __init__(self, out: Path, graders: dict[str, Autograder]):
-        self.out, self.graders = out, graders
+    def __init__(self, out: Path, keys: dict[str, dict]):
+        self.out, self.points = out, {name: points(key) for name, key in keys.items()}
+        for folder in (out, out / "feedback", *(out / "feedback" / name for name in keys)):
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o700)
         base = ["student_id", "file", "sha256", "graded_at"]
         self.sheets = {}
-        for name, grader in graders.items():
-            header = [*base, *grader.points, "total", "possible", "suspicious", "error"]
-            possible = {"file": POINTS_ROW, **grader.points, "possible": sum(grader.points.values())}
-            self.sheets[name] = Sheet(out / f"{name}.csv", header, [{k: _text(v) for k, v in possible.items()}])
-        self.unmatched = Sheet(out / "unmatched.csv", [*base, "assignment", "suspicious", "error"])
+        for name, possible in self.points.items():
+            header = [*base, *possible, "total", "possible", "error"]
+            first = {"file": POINTS_ROW, **possible, "possible": sum(possible.values())}
+            self.sheets[name] = Sheet(out / f"{name}.csv", header, [{k: _text(v) for k, v in first.items()}])
+        self.unmatched = Sheet(out / "unmatched.csv", [*base, "assignment", "error"])
         self.manual_lock = threading.Lock()
 
     def feedback_path(self, row: Row) -> Path:
-        return self.out / "feedback" / row.assignment / (row.file.replace("/", "__") + ".json")
+        return self.out / "feedback" / row.assignment / (hashlib.sha256(row.file.encode()).hexdigest() + ".json")
 
-    def record(self, row: Row, feedback: dict | None, answers: list[str]) -> None:
-        cells = {
-            "student_id": row.student_id,
-            "file": row.file,
-            "sha256": row.sha256,
-            "graded_at": row.graded_at,
-            "suspicious": "; ".join(row.suspicious),
-            "error": row.error,
-        }
+    def record(self, row: Row, feedback: list[dict], answers: list[str]) -> None:
+        cells = {"student_id": row.student_id, "file": row.file, "sha256": row.sha256, "graded_at": row.graded_at}
+        cells["error"] = row.error
         if row.assignment not in self.sheets:
             self.unmatched.put({**cells, "assignment": row.assignment})
             return
-        points = self.graders[row.assignment].points
-        if not row.error:
-            cells.update({q: row.scores.get(q, 0.0) for q in points})
-            cells.update(total=sum(row.scores.values()), possible=sum(points.values()))
-        path = self.feedback_path(row)
+        possible = self.points[row.assignment]  # a row with an error scores 0 and says why
+        cells.update({q: row.scores.get(q, 0.0) for q in possible})
+        cells.update(total=sum(row.scores.values()), possible=sum(possible.values()))
         record = {"file": row.file, "student_id": row.student_id, "assignment": row.assignment, "sha256": row.sha256}
-        record.update(graded_at=row.graded_at, error=row.error, written_answers=answers, otter=feedback)
-        _write_atomically(path, json.dumps(record, indent=1))
+        record.update(graded_at=row.graded_at, error=row.error, written_answers=answers, tests=feedback)
+        _write_atomically(self.feedback_path(row), json.dumps(record, indent=1))
         self.sheets[row.assignment].put(cells)
         self._write_manual(row.assignment)
 
     def _write_manual(self, name: str) -> None:
         """``manual-NAME.md``: every written answer of every submission with feedback, by question."""
         with self.manual_lock:
-            records = [json.loads(p.read_text()) for p in sorted((self.out / "feedback" / name).glob("*.json"))]
+            files = sorted((self.out / "feedback" / name).glob("*.json"))
+            records = sorted((json.loads(path.read_text()) for path in files), key=lambda record: record["file"])
             count = max((len(record["written_answers"]) for record in records), default=0)
             lines = [f"# {name}: written answers, for grading by hand", ""]
             for number in range(count):
@@ -517,57 +244,58 @@ def _text(value: object) -> str:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, temporary = tempfile.mkstemp(prefix=".tmp.", dir=path.parent)  # mkstemp makes it 0600
     with os.fdopen(handle, "w", encoding="utf8") as out:
         out.write(text)
-    os.chmod(temporary, 0o644)
     os.replace(temporary, path)
 
 
 # ---------------------------------------------------------------- grading a folder
 
 
-def grade_one(
-    path: Path, folder: Path, graders: dict[str, Autograder], workers: Workers
-) -> tuple[Row, dict | None, list[str]]:
-    """Grade one submission; every failure becomes the row's error, never an exception."""
-    row = Row(
-        file=path.relative_to(folder).as_posix(),
-        graded_at=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    )
-    try:
-        data = notebook_bytes(path)
-        row.sha256 = hashlib.sha256(data).hexdigest()[:16]
-        notebook = parse_notebook(data)
-        row.suspicious = findings(code_sources(notebook))
-        row.assignment = assignment_name(notebook)
-    except (ValueError, OSError, zipfile.BadZipFile) as error:
-        row.error = f"unreadable submission: {error}"
-        return row, None, []
-    if row.assignment not in graders:
-        row.error = f"assignment {row.assignment!r} is not one of: {', '.join(graders)}"
-        return row, None, []
-    answers = manual_answers(notebook)
-    answer = workers.run(notebook, graders[row.assignment])
-    if "error" in answer:
-        row.error = answer["error"]
-        return row, None, answers
-    row.scores = {test["name"]: test["score"] for test in answer["tests"]}
-    unknown = set(row.scores) - set(graders[row.assignment].points)
-    if unknown:
-        row.error, row.scores = f"results for unknown questions: {sorted(unknown)}", {}
-    return row, answer["feedback"], answers
+class Grader:
+    """Grades one submission at a time per job slot, each in a fresh jail."""
 
+    def __init__(self, keys: dict[str, dict], python: str, timeout: float, jobs: int):
+        self.keys, self.timeout = keys, timeout
+        self.paths = python_paths(python)
+        self.python = python
+        # The jail sees the environment read-only: Python compiles here, once, what every jail imports.
+        env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run([python, "-c", "import numpy, torch"], env=env, capture_output=True, check=False)
+        self.slots = list(range(jobs))
+        self.lock = threading.Lock()
 
-def _stale(graders: dict[str, Autograder]) -> list[str]:
-    """Assignments whose master changed after their autograder was built."""
-    stale = []
-    for name, grader in graders.items():
-        master = HOMEWORK / name / f"{name}.md"
-        if master.is_file() and master.stat().st_mtime > grader.zip_path.stat().st_mtime:
-            stale.append(name)
-    return stale
+    def jail(self, slot: int) -> Jail:
+        return Jail(command(self.python, self.paths, slot, int(self.timeout) + 1), self.timeout)
+
+    def grade_one(self, path: Path, folder: Path) -> tuple[Row, list[dict], list[str]]:
+        """Grade one file; every failure becomes the row's error, never an exception."""
+        row = Row(file=file_name(path, folder))
+        row.graded_at = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        try:
+            data = read_bytes(path)
+            row.sha256 = hashlib.sha256(data).hexdigest()[:16]
+            notebook = parse_notebook(data)
+            row.assignment = assignment_name(notebook)
+        except (ValueError, OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError) as error:
+            row.error = f"unreadable submission: {error}"
+            return row, [], []
+        if row.assignment not in self.keys:
+            row.error = f"assignment {row.assignment[:100]!r} is not one of: {', '.join(self.keys)}"
+            return row, [], []
+        with self.lock:
+            slot = self.slots.pop()
+        jail = None
+        try:
+            jail = self.jail(slot)
+            row.scores, feedback, row.error = checker.grade(self.keys[row.assignment], code_sources(notebook), jail)
+        finally:
+            if jail:
+                jail.close()
+            with self.lock:
+                self.slots.append(slot)
+        return row, feedback, manual_answers(notebook)
 
 
 def _positive(text: str) -> float:
@@ -580,9 +308,7 @@ def _positive(text: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or exported .zip)")
-    parser.add_argument(
-        "--dist", type=Path, default=HOMEWORK / "dist", help="where `make homework` built the autograders"
-    )
+    parser.add_argument("--dist", type=Path, default=HOMEWORK / "dist", help="where `make homework` built the keys")
     parser.add_argument("--out", type=Path, help="where sheets and feedback go (default: DIST/grades)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="submissions graded at once")
     parser.add_argument("--timeout", type=_positive, default=600.0, help="seconds one submission may run")
@@ -594,46 +320,36 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     roster = read_roster(args.roster) if args.roster else []
-    found = submissions(args.submissions)
-    if not found:
-        parser.error(f"no .ipynb or .zip submission under {args.submissions}")
-    if not sandboxed():
-        print("warning: not root or no unshare: kernels run as this user, unisolated", file=sys.stderr)
+    keys = load_keys(args.dist)
+    if not keys:
+        parser.error(f"no key in {args.dist}/*/autograder/: run `make homework` first")
+    for name in keys:
+        master = HOMEWORK / name / f"{name}.md"
+        if master.is_file() and master.stat().st_mtime > (args.dist / name / "autograder" / "key.json").stat().st_mtime:
+            print(f"warning: homework/{name}/{name}.md is newer than its key; run `make homework`", file=sys.stderr)
     out = args.out or args.dist / "grades"
-    with tempfile.TemporaryDirectory(prefix="grade-") as temporary:
-        scratch = prepare_scratch(Path(temporary))
-        graders = load_autograders(args.dist, scratch)
-        if not graders:
-            parser.error(f"no autograder in {args.dist}/*/autograder/: run `make homework` first")
-        for name in _stale(graders):
-            print(
-                f"warning: homework/{name}/{name}.md is newer than its autograder; run `make homework`", file=sys.stderr
-            )
-        records = Records(out, graders)
-        workers = Workers(args.python, args.jobs, scratch, args.timeout)
+    records = Records(out, keys)
+    grader = Grader(keys, args.python, args.timeout, args.jobs)
 
-        def grade_and_record(path: Path) -> Row:
-            try:
-                row, feedback, answers = grade_one(path, args.submissions, graders, workers)
-            except Exception as error:  # the grader's own failure still becomes a row
-                row = Row(
-                    file=path.relative_to(args.submissions).as_posix(),
-                    error=f"grader error: {type(error).__name__}: {error}",
-                )
-                feedback, answers = None, []
-            row.student_id = student_of(row.file, roster)
-            records.record(row, feedback, answers)
-            status = row.error or f"{sum(row.scores.values()):g} / {sum(graders[row.assignment].points.values()):g}"
-            print(f"{row.file}: {row.assignment or '?'}: {status}", flush=True)
-            return row
-
+    def grade_and_record(path: Path) -> Row:
         try:
-            with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-                rows = list(pool.map(grade_and_record, found))
-        finally:
-            workers.close()
+            row, feedback, answers = grader.grade_one(path, args.submissions)
+        except Exception as error:  # the grader's own failure still becomes a row
+            row, feedback, answers = Row(file=file_name(path, args.submissions)), [], []
+            row.error = f"grader error: {type(error).__name__}"
+        row.student_id = student_of(row.file, roster)
+        try:
+            records.record(row, feedback, answers)
+        except (OSError, ValueError) as error:  # e.g. a full disk: say so, and go on with the next file
+            print(f"{row.file!r}: could not be recorded: {type(error).__name__}", file=sys.stderr)
+        status = row.error or f"{sum(row.scores.values()):g} / {sum(records.points[row.assignment].values()):g}"
+        print(f"{row.file!r}: {row.assignment[:100] or '?'}: {status}", flush=True)
+        return row
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(grade_and_record, submissions(args.submissions)))
     failed = sum(bool(row.error) for row in rows)
-    print(f"{len(rows)} submissions, {failed} not graded (see the error column) -> {out}/")
+    print(f"{len(rows)} files, {failed} not graded (see the error column) -> {out}/")
     return 0
 
 

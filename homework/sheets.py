@@ -48,7 +48,7 @@ class Sheet:
 
     def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        handle, temporary = tempfile.mkstemp(prefix=".tmp.", dir=self.path.parent)  # 0600, as it stays
         try:
             with os.fdopen(handle, "w", newline="", encoding="utf8") as out:
                 writer = csv.DictWriter(out, self.header, extrasaction="ignore", restval="")
@@ -57,7 +57,6 @@ class Sheet:
                 writer.writerows(self.rows[key] for key in sorted(self.rows))
                 out.flush()
                 os.fsync(out.fileno())
-            os.chmod(temporary, 0o644)
             os.replace(temporary, self.path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)

@@ -20,8 +20,12 @@ settings.load_profile("companion")
 # in-process (tests/test_lab.py) and in a real browser instead.
 NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript")
 
+# The homework's files, in the order they are handed out: the first two start at once on the two workers (the
+# first builds the assignments, which the others share: tests/homework_support.py; the second builds its clean
+# environment meanwhile), the third goes to the worker that finishes first.
+HOMEWORK_FILES = ("test_homework.py", "test_grading_clean.py", "test_grading.py")
 # Test files whose tests share a module-scoped fixture too costly to build twice.
-ONE_WORKER_FILES = ("test_homework.py", "test_lab_browser.py", "test_jupyterlab_reader.py")
+ONE_WORKER_FILES = (*HOMEWORK_FILES, "test_lab_browser.py", "test_jupyterlab_reader.py")
 SITE_PAGE = re.compile(r"[\w/.-]+\.html")
 COVERAGE = pytest.StashKey()
 
@@ -49,12 +53,12 @@ SITE_FILES = ("test_site.py", "test_lab_site.py")
 
 
 def xdist_rank(nodeid: str) -> int:
-    """When a test's work unit is handed out: 0 the homework (the longest unit, so it must start first), 1 the
+    """When a test's work unit is handed out: 0 the homework (the longest units, so they must start first), 1 the
     other long units (notebooks, JupyterLab), 2 the built site's tests (the book is built by then; their waits on
     the browser overlap the homework's work), 3 last the many short tests, which even out the ends of the workers.
     """
     file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
-    if file == "test_homework.py":
+    if file in HOMEWORK_FILES:
         return 0
     if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
         return 1
@@ -62,10 +66,16 @@ def xdist_rank(nodeid: str) -> int:
 
 
 def xdist_order(collection: list[str]) -> list[str]:
-    """The node ids in the order their work units are handed out: by :func:`xdist_rank`, then those with the most
-    tests first; the tests of a unit keep their order."""
+    """The node ids in the order their work units are handed out: by :func:`xdist_rank`, the homework's files in the
+    order of HOMEWORK_FILES, then those with the most tests first; the tests of a unit keep their order."""
     sizes = Counter(map(xdist_scope, collection))
-    return sorted(collection, key=lambda nodeid: (xdist_rank(nodeid), -sizes[xdist_scope(nodeid)]))
+
+    def key(nodeid: str) -> tuple[int, int, int]:
+        file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
+        homework = HOMEWORK_FILES.index(file) if file in HOMEWORK_FILES else 0
+        return xdist_rank(nodeid), homework, -sizes[xdist_scope(nodeid)]
+
+    return sorted(collection, key=key)
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -204,7 +214,7 @@ def pytest_collection_modifyitems(config, items):
     xdist, the order of :func:`xdist_order`.
 
     ``browser``: uses the ``browser`` fixture; ``book``: needs the built site (the ``site`` fixture);
-    ``homework``: tests/test_homework.py (otter builds and grades); ``nbval``: a notebook's cells.
+    ``homework``: the files of HOMEWORK_FILES (otter builds, jails grade); ``nbval``: a notebook's cells.
     """
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
@@ -212,7 +222,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if "site" in fixtures:
             item.add_marker(pytest.mark.book)
-        if item.path.name == "test_homework.py":
+        if item.path.name in HOMEWORK_FILES:
             item.add_marker(pytest.mark.homework)
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.nbval)

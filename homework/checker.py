@@ -1,0 +1,206 @@
+"""The trusted side of grading: the key, and the comparison that never runs in the student's process.
+
+An assignment's **key** (``key.json``, written by ``build.py`` from the master) holds
+
+* ``setup``: the master's code cells outside its tests, reference solutions included;
+* ``student_names``: the names the master's solution cells define (what a student writes);
+* ``questions``: per question, its test cases (the master's test cells, each worth ``points``,
+  ``hidden`` or not), in order.
+
+To grade a notebook, :func:`grade` asks the jailed ``runner.py`` to run the notebook's cells and
+return, as data, the value of every student name the tests use. Each test case then runs *here*,
+in a namespace made from :func:`reference` (the master's setup run once, in this process) in which
+every student name is replaced by the student's value: a number, array, tensor, string or
+container rebuilt from data (:func:`runner.decode`), or, for a function, a :class:`StudentFunction`
+that sends the arguments the test computed to the jail and returns the student's result as
+data. Nothing the student's code built ever runs in this process, and the student's process sees
+the tests' inputs only, never a test, an expected value or the key.
+
+Public test cases run before hidden ones. The feedback of a public case that fails is the
+test's own assertion message and the student's values it used; of a hidden case, only whether
+it passed.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import json
+import re
+import threading
+from pathlib import Path
+
+import nbformat
+import numpy
+from jail import Jail, JailError
+from runner import decode, encode
+
+FEEDBACK_CHARS = 300
+RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b")
+
+
+class StudentError(Exception):
+    """The student's own code raised (its message is the student's, so it may be shown)."""
+
+
+def make_key(master: nbformat.NotebookNode) -> dict:
+    """The key of a master notebook (see the module docstring)."""
+    setup, student_names, questions, blocks, question = [], set(), [], [], None
+    for cell in master.cells:
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "raw" and (boundary := RAW_BOUNDARY.match(first)):
+            kind, block = boundary.groups()
+            if kind == "BEGIN" and block == "QUESTION":
+                config = yaml_config(cell.source)
+                question = {"name": config["name"], "points": config["points"]["each"], "cases": []}
+                questions.append(question)
+            blocks.append(block) if kind == "BEGIN" else blocks.pop()
+        elif cell.cell_type == "code" and blocks[-1:] == ["TESTS"]:
+            question["cases"].append({"code": cell.source, "hidden": first.strip() == "# HIDDEN"})
+        elif cell.cell_type == "code":
+            setup.append(cell.source)
+            if blocks[-1:] == ["SOLUTION"]:
+                student_names |= defined_names(cell.source)
+    return {"setup": setup, "student_names": sorted(student_names), "questions": questions}
+
+
+def yaml_config(source: str) -> dict:
+    import yaml
+
+    return yaml.safe_load(source.split("\n", 1)[1])
+
+
+def defined_names(source: str) -> set[str]:
+    """Names bound at the top level of a cell (functions, classes, assignments)."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        for target in getattr(node, "targets", [getattr(node, "target", None)]):
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target else set()
+    return names
+
+
+def used_names(key: dict) -> list[str]:
+    """The student names that some test case reads."""
+    read = set()
+    for question in key["questions"]:
+        for case in question["cases"]:
+            read |= {node.id for node in ast.walk(ast.parse(case["code"])) if isinstance(node, ast.Name)}
+    return sorted(read & set(key["student_names"]))
+
+
+_references: dict[int, dict] = {}
+_reference_lock = threading.Lock()
+
+
+def reference(key: dict) -> dict:
+    """The namespace of the master's setup cells, run once per key in this (the trusted) process."""
+    with _reference_lock:
+        if id(key) not in _references:
+            namespace = {"__name__": "__reference__", "__builtins__": builtins}
+            with contextlib.redirect_stdout(io.StringIO()):
+                for source in key["setup"]:
+                    exec(compile(source, "<master>", "exec"), namespace)
+            _references[id(key)] = namespace
+        return _references[id(key)]
+
+
+class StudentFunction:
+    """Stands for a function of the student's: each call is answered by the jail, as data."""
+
+    def __init__(self, name: str, jail: Jail, seen: list):
+        self.name, self.jail, self.seen = name, jail, seen
+
+    def __call__(self, *args, **kwargs):
+        kwargs = {key: encode(value) for key, value in kwargs.items()}
+        reply = self.jail.ask({"call": self.name, "args": [encode(arg) for arg in args], "kwargs": kwargs})
+        if "raised" in reply:
+            raise StudentError(str(reply["raised"])[:FEEDBACK_CHARS])
+        try:
+            value = decode(reply.get("value"))
+        except (ValueError, TypeError, RecursionError) as error:
+            raise StudentError(f"the function returned something that is not an answer ({error})") from None
+        self.seen.append((f"{self.name}(...)", value))
+        return value
+
+
+class Unsupported:
+    """A student value that is not data (a module, a generator, ...): every comparison with it fails."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"<{self.what}: not a value the grader can read>"
+
+
+def student_values(answers: dict, names: list[str], jail: Jail, seen: list) -> dict:
+    values = {}
+    for name in names:
+        if name not in answers:
+            continue
+        data = answers[name]
+        if isinstance(data, dict) and "function" in data:
+            values[name] = StudentFunction(name, jail, seen)
+            continue
+        try:
+            values[name] = decode(data)
+        except (ValueError, TypeError, RecursionError):
+            values[name] = Unsupported(str(data.get("unsupported", "value")) if isinstance(data, dict) else "value")
+    return values
+
+
+def _shown(value: object) -> str:
+    with numpy.printoptions(threshold=20, precision=6):
+        text = repr(value)
+    return text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 3] + "..."
+
+
+def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, str]:
+    """``(passed, feedback)`` of one test case run on the student's values."""
+    namespace = {**base, **values}
+    read = {n.id for n in ast.walk(ast.parse(case["code"])) if isinstance(n, ast.Name)}
+    seen.clear()
+    seen.extend((name, values[name]) for name in sorted(read & set(values)) if not callable(values[name]))
+    try:
+        exec(compile(case["code"], "<test>", "exec"), namespace)
+        return True, ""
+    except JailError:
+        raise
+    except AssertionError as error:
+        message = str(error) or "a check failed"
+    except StudentError as error:
+        message = f"your code raised {error}"
+    except Exception as error:
+        message = f"checking your answer raised {type(error).__name__}"
+    values_text = "; ".join(f"{name} = {_shown(value)}" for name, value in seen)
+    return False, message + (f" (your values: {values_text})" if values_text else "")
+
+
+def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], list[dict], str]:
+    """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``."""
+    names = used_names(key)
+    base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
+    scores = {question["name"]: 0.0 for question in key["questions"]}
+    feedback: list[dict] = []
+    try:
+        reply = jail.ask({"cells": cells, "names": names})
+        seen: list = []
+        values = student_values(reply.get("values") if isinstance(reply.get("values"), dict) else {}, names, jail, seen)
+        cases = [(q, number, case) for q in key["questions"] for number, case in enumerate(q["cases"])]
+        for question, number, case in sorted(cases, key=lambda item: item[2]["hidden"]):
+            passed, message = run_case(case, base, values, seen)
+            scores[question["name"]] += question["points"] * passed
+            entry = {"question": question["name"], "case": number + 1, "hidden": case["hidden"], "passed": passed}
+            feedback.append(entry | ({"message": message} if not case["hidden"] and not passed else {}))
+    except JailError as error:
+        return {}, [], str(error)
+    feedback.sort(key=lambda entry: (entry["question"], entry["case"]))
+    return scores, feedback, ""
+
+
+def load_key(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf8"))

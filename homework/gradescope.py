@@ -1,0 +1,56 @@
+"""The autograder zip's run script (``run_otter.py``, which otter's ``run_autograder`` starts on Gradescope).
+
+It grades ``/autograder/submission`` as ``make grade`` grades one file: the notebook's code runs in
+the jail (``grader/jail.py``), the key (``key.json``) and the comparison stay in this process, and
+``/autograder/results/results.json`` gets one entry per question. Hidden test cases show only
+whether they passed, once grades are published.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+AUTOGRADER = Path(os.environ.get("AUTOGRADER", "/autograder"))  # another folder only in our tests
+SOURCE = AUTOGRADER / "source"
+sys.path[:0] = [str(SOURCE / "grader"), str(SOURCE / "files")]  # our scripts; grpo_core for the key's tests
+
+import checker
+import grade
+from jail import Jail, command, python_paths
+
+TIMEOUT = 600
+SLOT = 63  # as root, the jail's user is 65063: not one of make grade's (65000 + job slot) on a shared machine
+
+
+def results(submission: Path) -> dict:
+    key = checker.load_key(SOURCE / "key.json")
+    found = [p for p in grade.submissions(submission) if p.suffix in (".ipynb", ".zip")]
+    if len(found) != 1:
+        return {"score": 0, "output": f"expected one notebook or exported zip, found {len(found)}"}
+    try:
+        notebook = grade.parse_notebook(grade.read_bytes(found[0]))
+    except (ValueError, OSError) as error:
+        return {"score": 0, "output": f"unreadable submission: {error}"}
+    jail = Jail(command(sys.executable, python_paths(sys.executable), SLOT, TIMEOUT + 1), TIMEOUT)
+    try:
+        scores, feedback, error = checker.grade(key, grade.code_sources(notebook), jail)
+    finally:
+        jail.close()
+    if error:
+        return {"score": 0, "output": error}
+    tests = []
+    for question, possible in grade.points(key).items():
+        mine = [entry for entry in feedback if entry["question"] == question]
+        shown = [f"case {e['case']}: {'passed' if e['passed'] else e['message']}" for e in mine if not e["hidden"]]
+        hidden = [e for e in mine if e["hidden"]]
+        tests.append({"name": question, "score": scores[question], "max_score": possible, "output": "\n".join(shown)})
+        passed = sum(e["passed"] for e in hidden)
+        tests.append({"name": f"{question} (hidden)", "output": f"{passed} of {len(hidden)} hidden tests passed",
+                      "visibility": "after_published"})  # fmt: skip
+    return {"score": sum(scores.values()), "tests": tests}
+
+
+if __name__ == "__main__":
+    (AUTOGRADER / "results").mkdir(exist_ok=True)
+    (AUTOGRADER / "results" / "results.json").write_text(json.dumps(results(AUTOGRADER / "submission"), indent=1))

@@ -1,0 +1,176 @@
+"""The student's side of grading: runs a submission's cells in the jail and answers with data.
+
+    python -I runner.py FD   (inside the jail that ``jail.py`` builds; requests on stdin, replies on FD)
+
+It holds no test, no reference value and no grader channel. The first request is
+``{"cells": [...], "names": [...]}``: it runs every code cell (an error ends the
+cell, not the run), then answers with the value of each name the tests need, as
+data (:func:`encode`). Every further request, ``{"call": NAME, "args": [...],
+"kwargs": {...}}``, calls the student's function ``NAME`` on inputs that the
+trusted checker chose, and answers with the result as data. Whatever the
+student's code does to this process, it can change only its own answers.
+
+:func:`encode` and :func:`decode` are the one data format of both sides: JSON
+with ``None``, booleans, numbers and strings as themselves and tagged objects for
+the rest (lists, tuples, dicts, sets, NumPy arrays and scalars, PyTorch tensors,
+non-finite floats). :func:`decode` builds plain values only; it never calls
+anything a submission defined, so the trusted side may use it on any answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import re
+import sys
+import types
+
+DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
+MAX_ITEMS = 1_000_000  # elements of one array
+MAX_DEPTH = 20
+
+
+def encode(value: object, depth: int = 0) -> object:
+    """``value`` as JSON-ready data; anything else as ``{"unsupported": type name}``."""
+    if depth > MAX_DEPTH:
+        return {"unsupported": "nesting too deep"}
+    kind = type(value)
+    if value is None or kind in (bool, str) or (kind is int and abs(value) < 2**63):
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if kind in (list, tuple, set, frozenset):
+        items = sorted(value, key=repr) if kind in (set, frozenset) else value
+        return {kind.__name__: [encode(item, depth + 1) for item in items]}
+    if kind is dict:
+        return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    if callable(value):
+        return {"function": kind.__name__}
+    module = kind.__module__.split(".")[0]
+    if module == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        array = value.detach().cpu().numpy()
+        return {"tensor": _array(array, depth)["ndarray"]} if str(array.dtype) in DTYPES else {"unsupported": "dtype"}
+    if module == "numpy" and hasattr(value, "dtype") and str(value.dtype) in DTYPES:
+        if kind.__name__ == "ndarray":
+            return _array(value, depth)
+        if hasattr(value, "item") and getattr(value, "shape", None) == ():
+            return {"scalar": [str(value.dtype), encode(value.item(), depth + 1)]}
+    return {"unsupported": kind.__name__}
+
+
+def _array(array, depth: int) -> dict:
+    if array.size > MAX_ITEMS:
+        return {"unsupported": "array too large"}
+    data = [encode(item, depth + 1) for item in array.ravel().tolist()]
+    return {"ndarray": {"dtype": str(array.dtype), "shape": list(array.shape), "data": data}}
+
+
+def decode(data: object, depth: int = 0) -> object:
+    """The value :func:`encode` described, rebuilt from plain data; ValueError for anything else."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nesting too deep")
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    if type(data) is not dict or len(data) != 1:
+        raise ValueError(f"not an encoded value: {type(data).__name__}")
+    ((tag, body),) = data.items()
+    if tag == "float" and body in ("nan", "inf", "-inf"):
+        return float(body)
+    if tag in ("list", "tuple", "set", "frozenset") and type(body) is list:
+        items = [decode(item, depth + 1) for item in body]
+        return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
+    if tag == "dict" and type(body) is list:
+        return {decode(k, depth + 1): decode(v, depth + 1) for k, v in _pairs(body)}
+    if tag in ("ndarray", "tensor") and type(body) is dict:
+        return _rebuild(body, tensor=tag == "tensor")
+    if tag == "scalar" and type(body) is list and len(body) == 2 and body[0] in DTYPES:
+        import numpy
+
+        return numpy.dtype(body[0]).type(decode(body[1], depth + 1))
+    raise ValueError(f"not an encoded value: tag {tag!r}")
+
+
+def _pairs(body: list) -> list:
+    if not all(type(pair) is list and len(pair) == 2 for pair in body):
+        raise ValueError("a dict is a list of [key, value] pairs")
+    return body
+
+
+def _rebuild(body: dict, *, tensor: bool):
+    import numpy
+
+    dtype, shape, data = body.get("dtype"), body.get("shape"), body.get("data")
+    if dtype not in DTYPES or type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError("an array needs a known dtype and a shape of non-negative ints")
+    if type(data) is not list or len(data) != math.prod(shape) or len(data) > MAX_ITEMS:
+        raise ValueError("an array's data must have as many numbers as its shape says")
+    items = [decode(item, MAX_DEPTH) for item in data]
+    if not all(type(item) in (bool, int, float) for item in items):
+        raise ValueError("an array holds numbers only")
+    array = numpy.array(items, dtype=dtype).reshape(shape)
+    if not tensor:
+        return array
+    import torch
+
+    return torch.from_numpy(array)
+
+
+def _without_magics(source: str) -> str:
+    """A cell as Python: a ``%%`` cell magic line is dropped, each ``%`` or ``!`` line becomes ``pass``."""
+    lines = source.splitlines()
+    if lines and lines[0].startswith("%%"):
+        lines = lines[1:]
+    return "\n".join(re.sub(r"^(\s*)[%!].*$", r"\1pass", line) for line in lines)
+
+
+class _Quiet:
+    """What otter's notebook API becomes while grading: every call does nothing (the checker grades)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        return _Quiet
+
+
+def run_cells(cells: list[str]) -> dict:
+    """The notebook's namespace after running ``cells`` in order (a cell that raises just ends)."""
+    otter = types.ModuleType("otter")
+    otter.Notebook = _Quiet
+    sys.modules["otter"] = otter
+    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    for number, source in enumerate(cells):
+        with contextlib.suppress(BaseException):
+            exec(compile(_without_magics(source), f"<cell {number}>", "exec"), namespace)
+    return namespace
+
+
+def answer(request: dict, namespace: dict) -> dict:
+    """The reply to one call request: ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
+    function = namespace.get(request["call"])
+    try:
+        args = [decode(item) for item in request["args"]]
+        kwargs = {key: decode(item) for key, item in request["kwargs"].items()}
+        return {"value": encode(function(*args, **kwargs))}
+    except BaseException as error:
+        return {"raised": f"{type(error).__name__}: {error}"[:500]}
+
+
+def main() -> int:
+    replies = os.fdopen(int(sys.argv[1]), "w")
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - what the notebook prints goes nowhere
+    first = json.loads(sys.stdin.readline())
+    namespace = run_cells(first["cells"])
+    values = {name: encode(namespace[name]) for name in first["names"] if name in namespace}
+    replies.write(json.dumps({"values": values}) + "\n")
+    replies.flush()
+    for line in sys.stdin:
+        replies.write(json.dumps(answer(json.loads(line), namespace)) + "\n")
+        replies.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""What the homework tests share: the fixture data, one build of every assignment per test run, and the
+submissions made from it (references, wrong answers, the student notebooks), plus reading the grade sheets."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import importlib
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parents[1]
+HOMEWORK = ROOT / "homework"
+FIXTURES = ROOT / "tests" / "fixtures" / "homework"
+FIXTURE_DATA = tomllib.loads((FIXTURES / "wrong_submissions.toml").read_text(encoding="utf8"))
+WRONG, MISTAKES = FIXTURE_DATA["submission"], FIXTURE_DATA["mistake"]
+INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
+# Files a hostile submission tries to write: none may exist after grading.
+MARKERS = [ROOT / "homework" / "pwned.txt", Path("/tmp/pwned-by-a-submission"), Path("/dev/shm/pwned-by-a-submission")]
+
+sys.path.insert(0, str(HOMEWORK))  # the scripts import one another by name, from their folder
+build, grade, leaks, checker, runner, jail = (
+    importlib.import_module(name) for name in ("build", "grade", "leaks", "checker", "runner", "jail")
+)
+NAMES = build.assignment_names()
+
+
+def shared_dist(tmp_path_factory) -> Path:
+    """Every assignment built by ``otter assign`` (which grades its own solutions), once per test run: the first
+    test process that asks builds it under a file lock in the run's shared temporary folder, the others reuse it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out, done = shared / "homework-dist", shared / "homework-dist.done"
+    with FileLock(str(shared / "homework-dist.lock")):
+        if not done.exists():
+            package = build.package_grpo_core(shared / "homework-package")
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                findings = dict(zip(NAMES, pool.map(lambda name: build.build(name, out, package), NAMES), strict=True))
+            assert findings == {name: [] for name in NAMES}, findings
+            done.touch()
+    return out
+
+
+def questions(name: str) -> dict[str, int]:
+    """Points possible per question of an assignment (one per test case)."""
+    return {q["name"]: len(q["cases"]) for q in checker.make_key(build.master_notebook(name))["questions"]}
+
+
+def filled(student: nbformat.NotebookNode, solutions: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The student notebook with every answer cell holding the reference answer (markers removed)."""
+    answered = copy.deepcopy(student)
+    mine_cells = answered.cells[1:]  # the student notebook's first cell writes its public tests
+    assert len(mine_cells) == len(solutions.cells)
+    for mine, reference in zip(mine_cells, solutions.cells, strict=True):
+        if "otter_answer_cell" in mine.metadata.get("tags", []):
+            assert "otter_assign_solution_cell" in reference.metadata.get("tags", [])
+            lines = [line for line in reference.source.splitlines() if line.strip() not in INLINE_MARKERS]
+            mine.source = "\n".join(re.sub(r"\s*# SOLUTION$", "", line) for line in lines)
+    return answered
+
+
+def wrong_submission(dist: Path, fixture: dict) -> nbformat.NotebookNode:
+    name = fixture["assignment"]
+    student = nbformat.read(dist / name / "student" / f"{name}.ipynb", as_version=4)
+    solutions = nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
+    notebook = filled(student, solutions)
+    hits = [cell for cell in notebook.cells if fixture["replace"] in cell.source]
+    assert len(hits) == 1 and hits[0].source.count(fixture["replace"]) == 1, f"{fixture['file']} is stale"
+    hits[0].source = hits[0].source.replace(fixture["replace"], fixture["with"])
+    return notebook
+
+
+def notebook(dist: Path, name: str, version: str) -> nbformat.NotebookNode:
+    return nbformat.read(dist / name / version / f"{name}.ipynb", as_version=4)
+
+
+def reference(dist: Path, name: str) -> nbformat.NotebookNode:
+    """The student notebook with every answer filled in from the reference solutions."""
+    return filled(notebook(dist, name, "student"), notebook(dist, name, "autograder"))
+
+
+def with_cell(notebook: nbformat.NotebookNode, source: str, *, at: int | None = None) -> nbformat.NotebookNode:
+    changed = copy.deepcopy(notebook)
+    cell = nbformat.v4.new_code_cell(source)
+    changed.cells.insert(len(changed.cells) if at is None else at, cell)
+    return changed
+
+
+def write(notebook: nbformat.NotebookNode, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+
+
+def sheets(out: Path) -> dict[str, dict[str, str]]:
+    """Every row of every sheet in ``out``, by file (the points-possible rows under their sheet's name)."""
+    rows = {}
+    for sheet in sorted(out.glob("*.csv")):
+        with sheet.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                key = f"{grade.POINTS_ROW} {sheet.stem}" if row["file"] == grade.POINTS_ROW else row["file"]
+                assert key not in rows, f"{key} appears twice"
+                rows[key] = {**row, "sheet": sheet.stem}
+    return rows
+
+
+def scores(row: dict[str, str], name: str) -> dict[str, float]:
+    return {question: float(row[question]) for question in questions(name)}
+
+
+def full_marks(row: dict[str, str], name: str) -> None:
+    assert row["sheet"] == name and row["error"] == ""
+    assert scores(row, name) == questions(name)
+    assert float(row["total"]) == float(row["possible"]) == sum(questions(name).values())
+
+
+def outside_state() -> tuple:
+    """What a submission must not change: marker files, the homework folder's status, processes of the jails' users."""
+    git = ["git", "status", "--porcelain", "--", "homework"]
+    status = subprocess.run(git, cwd=ROOT, capture_output=True, text=True).stdout
+    return [path.exists() for path in MARKERS], status, jail_processes()
+
+
+def jail_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + 2:  # the tests' 2 jobs
+                found.append(int(entry.name))
+        except OSError:
+            pass
+    return found

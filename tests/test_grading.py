@@ -1,0 +1,482 @@
+"""Grading in jails: the honest set scores exactly, and no hostile submission gains a point or touches anything.
+
+One call of ``homework/grade.py`` grades a folder that mixes every assignment: the reference solutions, the
+untouched student notebooks, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
+exactly the points listed there), malformed files, odd and colliding names, a symlink, and one hostile
+submission per attack class of issue #24. Each hostile test says the score it must get; every one of them also
+requires that nothing outside the grader's output folder changed (no marker file written anywhere, the
+repository's ``git status`` as before, no process of a jail's user left). A later run (a late submission, an
+endless loop under a short ``--timeout``) must keep every row of the first.
+
+Bombs are graded by ``grade.py`` in a process held by a safety cap above the jail's own limits (16 GiB of address
+space, 15 minutes): a fork bomb, a memory bomb across processes, one in a single process, a disk bomb, a process
+that tries to outlive its jail, an answer too large to send, a zip bomb. Each gets its row, and afterwards no
+marker exists, the homework folder is as it was and no process of a jail's user is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from homework_support import (
+    HOMEWORK,
+    MARKERS,
+    NAMES,
+    WRONG,
+    full_marks,
+    grade,
+    notebook,
+    outside_state,
+    questions,
+    reference,
+    scores,
+    shared_dist,
+    sheets,
+    with_cell,
+    write,
+    wrong_submission,
+)
+from sheets import cell_text
+
+pytestmark = pytest.mark.timeout(1800)
+WRITTEN_ANSWER = "Every advantage shrinks by sqrt((G - 1) / G), whatever the rewards."
+DDOF1 = next(fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb")
+WRITE_MARKERS = "\n".join(f"open({str(path)!r}, 'w').write('pwned')" for path in MARKERS)
+# Issue #24: otter's log server unpickled what reached it. Here: every listening socket of the machine, TCP or
+# Unix, gets a pickle that would write the markers as whoever unpickles it.
+SOCKETS = f"""\
+import glob, os, pickle, socket
+
+class Payload:
+    def __reduce__(self):
+        return (exec, ({WRITE_MARKERS!r},))
+
+data = pickle.dumps(Payload())
+reached = []
+for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for line in open(table).read().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        if state == "0A":
+            port = int(local.split(":")[1], 16)
+            for host in ("127.0.0.1", "::1"):
+                try:
+                    with socket.create_connection((host, port), timeout=0.2) as connection:
+                        connection.sendall(data)
+                        reached.append(port)
+                except OSError:
+                    pass
+unix = [line.split()[-1] for line in open("/proc/net/unix").read().splitlines()[1:]]
+for path in unix + glob.glob("/run/**", recursive=True):
+    try:
+        with socket.socket(socket.AF_UNIX) as connection:
+            connection.settimeout(0.2)
+            connection.connect(path)
+            connection.sendall(data)
+            reached.append(path)
+    except (OSError, ValueError):
+        pass
+{WRITE_MARKERS}
+"""
+# The six classes of issue #24 that raised a score with an empty `suspicious` column, each on an untouched
+# notebook (so any point is a point gained), and a fake answer key on a wrong one.
+ALIAS = "import otter\n_grader_alias = otter.Notebook\n_grader_alias.check = lambda *args, **kwargs: True"
+RUN_CELL = 'get_ipython().run_cell("import numpy as np\\nnp.allclose = lambda *args, **kwargs: True")'
+PRE_RUN_HOOK = """\
+import numpy as np
+
+def _again(*args):
+    np.allclose = np.array_equal = lambda *a, **k: True
+
+get_ipython().events.register("pre_run_cell", _again)
+_again()
+"""
+PATCH_NUMPY = "np.allclose = lambda *args, **kwargs: True\nnp.array_equal = lambda *args, **kwargs: True"
+FOOLING = """\
+import numpy as np
+
+class Everything(np.ndarray):
+    def __eq__(self, other): return np.ones(np.shape(other), bool)
+    def __array_function__(self, func, types, args, kwargs): return True
+
+class Close(float):
+    def __sub__(self, other): return Close(0.0)
+    def __abs__(self): return 0.0
+    def __lt__(self, other): return True
+
+def group_advantages(rewards, eps=1e-8):
+    return np.asarray(rewards, float).view(Everything)
+
+zero_std_mask = safe_group_advantages = group_advantages
+mean_R = std_R = Close(0.6)
+A_hat = A_hat_sample_std = np.zeros(4).view(Everything)
+"""
+FAKE_KEY = """\
+import os, sys
+os.makedirs("grpo_core", exist_ok=True)
+open("grpo_core/__init__.py", "w").write("")
+open("grpo_core/advantages.py", "w").write(
+    "import numpy as np\\n"
+    "def group_advantages(rewards, eps=1e-8):\\n"
+    "    rewards = np.asarray(rewards, dtype=float)\\n"
+    "    centered = rewards - rewards.mean(axis=-1, keepdims=True)\\n"
+    "    return centered / (rewards.std(axis=-1, keepdims=True, ddof=1) + eps)\\n"
+)
+sys.path.insert(0, os.getcwd())
+import grpo_core.advantages
+"""
+# Exfiltration: a visible test's feedback carries the message of what the student's code raised; here, every
+# file the jail can read that might hold a test or the key.
+EXFILTRATE = """\
+import os
+
+def _everything():
+    found = []
+    for top in (os.getcwd(), "/proc/1", "/"):
+        for folder, _, files in os.walk(top):
+            if folder.startswith(("/proc", "/sys", "/usr/lib", "/dev")) and top != "/proc/1":
+                continue
+            for name in files:
+                try:
+                    text = open(os.path.join(folder, name), errors="replace").read(2000)
+                    found.append(folder + "/" + name + ": " + text)
+                    if len(found) == 500:
+                        return " | ".join(found)
+                except OSError:
+                    pass
+    return " | ".join(found)
+
+def group_advantages(rewards, eps=1e-8):
+    raise RuntimeError(_everything())
+
+mean_R = _everything()
+"""
+KEY_TEXT = ("0.973329", "_t_ref", "HIDDEN", "0.308221")  # in hw1's hidden tests and the key only
+FORMULA_NAME = "=HYPERLINK(1)+2.ipynb"
+LONG_NAME = "a" * 240 + ".ipynb"
+
+
+def _submission_folder(dist: Path, folder: Path) -> None:
+    """References, untouched and wrong submissions, strays, malformed, odd names and hostile files."""
+    for name in NAMES:
+        solved = reference(dist, name)
+        if name == "hw1-advantages":
+            (answer,) = [c for c in solved.cells if "manual-answer" in c.metadata.get("tags", [])]
+            answer.source = WRITTEN_ANSWER
+        if name == "hw2-clip-kl":  # a zip, as the notebook's export cell makes it
+            (folder / "solutions").mkdir(parents=True, exist_ok=True)
+            with zipfile.ZipFile(folder / "solutions" / f"{name}.zip", "w") as archive:
+                archive.writestr(f"{name}.ipynb", nbformat.writes(solved))
+        else:
+            write(solved, folder / "solutions" / f"{name}.ipynb")
+        write(notebook(dist, name, "student"), folder / "untouched" / name / "any-name.ipynb")
+    for fixture in WRONG:
+        write(wrong_submission(dist, fixture), folder / fixture["file"])
+    write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import grpo_core")]), folder / "stray.ipynb")
+    malformed = folder / "malformed"
+    malformed.mkdir()
+    for file, text in {
+        "object.ipynb": "{}",
+        "list.ipynb": "[]",
+        "null.ipynb": "null",
+        "text.ipynb": "not json",
+    }.items():
+        (malformed / file).write_text(text)
+    (malformed / "notes.txt").write_text("not a submission")
+    untouched = notebook(dist, "hw1-advantages", "student")
+    untouched.metadata.otter = "hw1-advantages"
+    write(untouched, malformed / "otter-not-a-dict.ipynb")
+    untouched = notebook(dist, "hw1-advantages", "student")
+    solved = reference(dist, "hw1-advantages")
+    hostile = folder / "hostile"
+    (numpy_cell,) = [i for i, cell in enumerate(untouched.cells) if cell.source.startswith("import numpy as np")]
+    attacks = {"sockets": SOCKETS, "alias": ALIAS, "run-cell": RUN_CELL, "pre-run-hook": PRE_RUN_HOOK}
+    attacks |= {"patches-numpy": PATCH_NUMPY, "fooling-objects": FOOLING, "exfiltrates": EXFILTRATE}
+    for attack, source in attacks.items():
+        write(with_cell(untouched, source), hostile / f"{attack}.ipynb")  # last: after the answer cells
+    write(with_cell(wrong_submission(dist, DDOF1), FAKE_KEY, at=numpy_cell + 1), hostile / "fake-key.ipynb")
+    write(with_cell(solved, "import os, signal\nos.kill(os.getppid(), 9)\nos.kill(-1, 9)"), hostile / "kills.ipynb")
+    with zipfile.ZipFile(hostile / "shadows-grpo-core.zip", "w") as archive:
+        archive.writestr("hw1-ddof1.ipynb", nbformat.writes(wrong_submission(dist, DDOF1)))
+        archive.writestr("grpo_core/__init__.py", "")
+    write(solved, folder / "renamed" / "hw1-advantages (1).ipynb")
+    custom_kernel = reference(dist, "hw3-bandit-step")
+    custom_kernel.metadata.kernelspec = {"name": "my-course-env", "display_name": "Course env", "language": "python"}
+    write(custom_kernel, folder / "custom-kernel.ipynb")
+    write(reference(dist, "hw2-clip-kl"), folder / FORMULA_NAME)
+    write(solved, folder / "names" / LONG_NAME)
+    write(solved, folder / "names" / "x" / "y.ipynb")
+    write(solved, folder / "names" / os.fsdecode(b"caf\xe9 latin-1.ipynb"))
+    write(wrong_submission(dist, DDOF1), folder / "names" / "x__y.ipynb")
+    (folder / "names" / "link.ipynb").symlink_to(folder / "solutions" / "hw1-advantages.ipynb")
+    (folder / "names" / "linked-folder").symlink_to(folder / "solutions")
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    return shared_dist(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def graded(dist, tmp_path_factory) -> tuple[Path, tuple, tuple]:
+    """One run of the grading script over a folder that mixes every assignment and every hostile file."""
+    folder = tmp_path_factory.mktemp("submissions")
+    _submission_folder(dist, folder)
+    roster = tmp_path_factory.mktemp("roster") / "roster.csv"
+    roster.write_text("student_id,file\nS-001,solutions/hw1-advantages.ipynb\nS-002,untouched\n")
+    out = tmp_path_factory.mktemp("grades") / "out"
+    arguments = [str(folder), "--dist", str(dist), "--out", str(out), "--jobs", "2", "--roster", str(roster)]
+    before = outside_state()
+    assert grade.main([*arguments, "--timeout", "300"]) == 0
+    return out, before, outside_state()
+
+
+@pytest.fixture(scope="module")
+def grades(graded) -> dict[str, dict[str, str]]:
+    return sheets(graded[0])
+
+
+def test_nothing_outside_the_output_folder_changed(graded):
+    _, before, after = graded
+    assert before == after == ([False] * len(MARKERS), before[1], [])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reference_solutions_score_full_marks(grades, name):
+    full_marks(grades[f"solutions/{name}.zip" if name == "hw2-clip-kl" else f"solutions/{name}.ipynb"], name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_untouched_student_notebook_scores_zero_everywhere(grades, name):
+    row = grades[f"untouched/{name}/any-name.ipynb"]
+    assert row["sheet"] == name and row["error"] == ""
+    assert scores(row, name) == dict.fromkeys(questions(name), 0.0)
+    assert float(row["total"]) == 0.0 and float(row["possible"]) == sum(questions(name).values())
+
+
+@pytest.mark.parametrize("fixture", WRONG, ids=[fixture["file"] for fixture in WRONG])
+def test_wrong_submission_loses_exactly_its_points(grades, fixture):
+    row = grades[fixture["file"]]
+    name = fixture["assignment"]
+    assert row["sheet"] == name and row["error"] == ""
+    assert scores(row, name) == {question: float(points) for question, points in fixture["scores"].items()}
+    assert sum(fixture["scores"].values()) < sum(questions(name).values()), "the mistake must cost points"
+
+
+@pytest.mark.parametrize(
+    "attack", ["sockets", "alias", "run-cell", "pre-run-hook", "patches-numpy", "fooling-objects", "exfiltrates"]
+)
+def test_an_attack_on_an_untouched_notebook_scores_zero(grades, attack):
+    row = grades[f"hostile/{attack}.ipynb"]
+    assert row["sheet"] == "hw1-advantages" and row["error"] == ""
+    assert scores(row, "hw1-advantages") == dict.fromkeys(questions("hw1-advantages"), 0.0)
+
+
+@pytest.mark.parametrize("file", ["hostile/fake-key.ipynb", "hostile/shadows-grpo-core.zip"])
+def test_a_fake_answer_key_changes_nothing(grades, file):
+    """The wrong (ddof=1) answers with a grpo_core of the same mistake: the score of the wrong answers, 8 of 13."""
+    assert scores(grades[file], "hw1-advantages") == {q: float(points) for q, points in DDOF1["scores"].items()}
+
+
+def test_a_cell_that_kills_its_parent_kills_nothing(grades):
+    """The reference solutions, then kill(getppid()) and kill(-1): full marks, and every other row is there."""
+    full_marks(grades["hostile/kills.ipynb"], "hw1-advantages")
+
+
+def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades):
+    out = graded[0]
+    texts = {path.name: path.read_text() for path in (out / "feedback" / "hw1-advantages").iterdir()}
+    assert not [(name, secret) for name, text in texts.items() for secret in KEY_TEXT if secret in text]
+    records = [json.loads(text) for text in texts.values()]
+    (exfiltrated,) = [record for record in records if record["file"] == "hostile/exfiltrates.ipynb"]
+    public = [entry for entry in exfiltrated["tests"] if not entry["hidden"]]
+    assert exfiltrated["error"] == "" and public
+    assert all("your code raised RuntimeError" in entry["message"] for entry in public if entry["question"] == "q1")
+    assert all("message" not in entry for entry in exfiltrated["tests"] if entry["hidden"])
+    (wrong,) = [record for record in records if record["file"] == "hw1-ddof1.ipynb"]
+    assert all(entry["passed"] for entry in wrong["tests"] if not entry["hidden"])
+    (untouched,) = [record for record in records if record["file"] == "untouched/hw1-advantages/any-name.ipynb"]
+    assert untouched["tests"][0]["message"] == (
+        "one group of 4 rewards must give 4 advantages (your values: group_advantages(...) = None; "
+        "group_advantages(...) = None)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("file", "reason"),
+    [
+        ("malformed/object.ipynb", "without a cell list"),
+        ("malformed/list.ipynb", "JSON list"),
+        ("malformed/null.ipynb", "JSON NoneType"),
+        ("malformed/text.ipynb", "not JSON"),
+        ("malformed/notes.txt", "not a notebook (.ipynb) or exported zip"),
+        ("malformed/otter-not-a-dict.ipynb", "metadata.otter is str"),
+        ("stray.ipynb", "metadata.otter is NoneType"),
+        ("names/link.ipynb", "a symlink or special file, refused"),
+        ("names/linked-folder", "a symlink or special file, refused"),
+    ],
+)
+def test_unreadable_files_are_reported_in_their_own_row(grades, file, reason):
+    row = grades[file]
+    assert row["sheet"] == "unmatched" and reason in row["error"]
+
+
+@pytest.mark.parametrize(
+    ("file", "name"),
+    [
+        ("renamed/hw1-advantages (1).ipynb", "hw1-advantages"),
+        ("custom-kernel.ipynb", "hw3-bandit-step"),
+        ("'" + FORMULA_NAME, "hw2-clip-kl"),
+        (f"names/{LONG_NAME}", "hw1-advantages"),
+        ("names/x/y.ipynb", "hw1-advantages"),
+        ("names/caf\\xe9 latin-1.ipynb", "hw1-advantages"),
+    ],
+)
+def test_odd_names_are_graded_normally(grades, file, name):
+    full_marks(grades[file], name)
+
+
+def test_colliding_names_get_rows_and_feedback_of_their_own(graded, grades):
+    assert scores(grades["names/x__y.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+    files = [json.loads(path.read_text())["file"] for path in (graded[0] / "feedback" / "hw1-advantages").iterdir()]
+    assert sorted(files) == sorted(set(files)) and {"names/x/y.ipynb", "names/x__y.ipynb"} <= set(files)
+
+
+def test_outputs_are_private_to_the_grader(graded):
+    out = graded[0]
+    modes = {path: stat.S_IMODE(path.stat().st_mode) for path in [out, *out.rglob("*")]}
+    assert {mode for path, mode in modes.items() if path.is_dir()} == {0o700}
+    assert {mode for path, mode in modes.items() if path.is_file()} == {0o600}
+
+
+def test_roster_feedback_and_written_answers(graded, grades):
+    out = graded[0]
+    assert grades["solutions/hw1-advantages.ipynb"]["student_id"] == "S-001"
+    assert grades["untouched/hw3-bandit-step/any-name.ipynb"]["student_id"] == "S-002"
+    assert grades["solutions/hw3-bandit-step.ipynb"]["student_id"] == ""
+    records = [json.loads(path.read_text()) for path in (out / "feedback" / "hw1-advantages").iterdir()]
+    (feedback,) = [record for record in records if record["file"] == "solutions/hw1-advantages.ipynb"]
+    assert feedback["student_id"] == "S-001" and feedback["written_answers"] == [WRITTEN_ANSWER]
+    assert len(feedback["tests"]) == sum(questions("hw1-advantages").values())
+    assert all(entry["passed"] for entry in feedback["tests"])
+    manual = (out / "manual-hw1-advantages.md").read_text()
+    assert f"### solutions/hw1-advantages.ipynb (S-001)\n\n{WRITTEN_ANSWER}" in manual
+
+
+def test_every_file_has_exactly_one_row(graded, grades):
+    folder = next(Path(graded[0]).parent.parent.glob("submissions*"))
+    files = [cell_text(grade.file_name(path, folder)) for path in grade.submissions(folder)]
+    assert sorted(files) == sorted(file for file in grades if not file.startswith(grade.POINTS_ROW))
+
+
+def test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop(dist, graded, tmp_path):
+    """A late file, then an endless loop under a short --timeout, into the same sheets: nothing is lost."""
+    out = graded[0]
+    before = sheets(out)
+    arguments = ["--dist", str(dist), "--out", str(out), "--jobs", "2"]
+    write(wrong_submission(dist, DDOF1), tmp_path / "late" / "late.ipynb")
+    assert grade.main([str(tmp_path / "late"), *arguments]) == 0
+    endless = with_cell(reference(dist, "hw1-advantages"), "while True:\n    pass", at=3)
+    write(endless, tmp_path / "endless" / "endless.ipynb")
+    assert grade.main([str(tmp_path / "endless"), *arguments, "--timeout", "5"]) == 0
+    after = sheets(out)
+    assert {file: after[file] for file in before} == before
+    assert set(after) - set(before) == {"endless.ipynb", "late.ipynb"}
+    assert (
+        after["endless.ipynb"]["error"] == "ran longer than its time limit" and after["endless.ipynb"]["total"] == "0"
+    )
+    assert scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+
+
+# ---------------------------------------------------------------- bombs
+
+FORK_BOMB = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)"
+MEMORY_ACROSS_PROCESSES = """\
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        block = bytearray(2**30)
+        for start in range(0, len(block), 4096):
+            block[start] = 1
+        time.sleep(600)
+time.sleep(600)
+"""
+MEMORY_ONE_PROCESS = "try:\n    hog = bytearray(3 * 2**30)\nexcept MemoryError:\n    hog = None"
+DISK = """\
+import os
+for folder in ("/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~")):
+    for number in range(64):
+        try:
+            with open(os.path.join(folder, f"fill-{number}"), "wb") as out:
+                out.write(b"x" * 2**26)
+        except OSError:
+            break
+"""
+SURVIVOR = """\
+import os, subprocess, time
+subprocess.Popen(["sleep", "600"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+"""
+HUGE_ANSWER = 'mean_R = "x" * (64 * 2**20)'
+
+
+@pytest.fixture(scope="module")
+def bombed(dist, tmp_path_factory) -> tuple[dict, tuple, tuple]:
+    folder = tmp_path_factory.mktemp("bombs")
+    solved = reference(dist, "hw1-advantages")
+    for name, source in {"fork": FORK_BOMB, "memory-across-processes": MEMORY_ACROSS_PROCESSES}.items():
+        write(with_cell(solved, source), folder / f"{name}.ipynb")
+    for name, source in {"memory-one-process": MEMORY_ONE_PROCESS, "disk": DISK, "survivor": SURVIVOR}.items():
+        write(with_cell(solved, source), folder / f"{name}.ipynb")
+    write(with_cell(solved, HUGE_ANSWER), folder / "huge-answer.ipynb")
+    with (
+        zipfile.ZipFile(folder / "zip-bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive,
+        archive.open("bomb.ipynb", "w", force_zip64=True) as member,
+    ):
+        for _ in range(1500):
+            member.write(b" " * 2**20)  # 1.5 GB of spaces, 1.5 MB compressed
+    out = tmp_path_factory.mktemp("bomb-grades") / "out"
+    before = outside_state()
+    command = ["prlimit", f"--as={16 * 2**30}", "--", "timeout", "900", sys.executable, str(HOMEWORK / "grade.py")]
+    command += [str(folder), "--dist", str(dist), "--out", str(out), "--timeout", "20", "--jobs", "2"]
+    subprocess.run(command, check=True, capture_output=True)
+    return sheets(out), before, outside_state()
+
+
+def test_bombs_leave_nothing_behind(bombed):
+    _, before, after = bombed
+    assert before == after and after[2] == [] and not any(after[0])
+
+
+@pytest.mark.parametrize(
+    ("file", "error"),
+    [
+        ("fork.ipynb", "limit"),  # its time, or the memory of 256 processes: whichever comes first
+        ("memory-across-processes.ipynb", "over the 2 GiB limit"),
+        ("huge-answer.ipynb", "an answer was longer than 32 MiB"),
+    ],
+)
+def test_a_bomb_scores_zero_with_the_reason(bombed, file, error):
+    row = bombed[0][file]
+    assert row["sheet"] == "hw1-advantages" and error in row["error"] and row["total"] == "0"
+
+
+@pytest.mark.parametrize("file", ["memory-one-process.ipynb", "disk.ipynb", "survivor.ipynb"])
+def test_a_bomb_held_by_its_limits_keeps_full_marks(bombed, file):
+    full_marks(bombed[0][file], "hw1-advantages")
+
+
+def test_a_zip_bomb_is_refused_before_it_is_read(bombed):
+    row = bombed[0]["zip-bomb.zip"]
+    assert row["sheet"] == "unmatched" and "the notebook in the zip is larger than 16 MiB" in row["error"]

@@ -1,0 +1,112 @@
+"""The autograder zip anywhere, and the jail without root.
+
+* The zip's run script (``run_otter.py``, what Gradescope runs) grades the reference solutions and the wrong
+  submissions of every assignment with the scores ``make grade`` gives, in a virtual environment built from the
+  zips' own ``requirements.txt`` (one for all four: their requirements differ only by torch), without this
+  project installed: the key's tests import ``grpo_core`` from the zip.
+* ``jail.py`` run by an ordinary user (uid 65534) with the system's Python: bubblewrap needs no privilege.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+from homework_support import (
+    HOMEWORK,
+    NAMES,
+    ROOT,
+    WRONG,
+    questions,
+    reference,
+    shared_dist,
+    write,
+    wrong_submission,
+)
+
+pytestmark = pytest.mark.timeout(1800)
+# The pip that builds the clean environment, pinned with the project's: a grading service runs a current pip.
+PIP = next(line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("pip=="))
+
+
+@pytest.fixture(scope="module")
+def clean_python(tmp_path_factory) -> Path:
+    """A virtual environment holding only what the autograder zips require (no grpo_core, no project), built
+    from the masters' requirements as ``build.py`` writes them into the zips (so it needs no build first)."""
+    from homework_support import build
+
+    home = tmp_path_factory.mktemp("clean-env")
+    lines = [build.OTTER_PIN.replace("==", "[grading]==")]
+    for name in NAMES:
+        lines += [line for line in build.requirements(name, build.master_notebook(name)) if line not in lines]
+    (home / "requirements.txt").write_text("\n".join(lines) + "\n")
+    subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
+    python = home / "venv" / "bin" / "python"
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PIP_RETRIES"] = "0"  # where the PyTorch CPU index is unreachable, fail over to the other indexes at once
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, PIP], check=True, env=env)
+    subprocess.run([*pip, "-r", str(home / "requirements.txt")], check=True, env=env)
+    return python
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    return shared_dist(tmp_path_factory)
+
+
+def run_zip(clean_python: Path, dist: Path, name: str, submission: nbformat.NotebookNode, where: Path) -> dict:
+    """``results.json`` of the zip's run script for one submission, as Gradescope lays the folders out."""
+    with zipfile.ZipFile(dist / name / "autograder" / f"{name}-autograder.zip") as archive:
+        archive.extractall(where / "source")
+    write(submission, where / "submission" / "any-name.ipynb")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"} | {"AUTOGRADER": str(where)}
+    done = subprocess.run([str(clean_python), str(where / "source" / "run_otter.py")], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return json.loads((where / "results" / "results.json").read_text())
+
+
+def test_the_zip_grades_the_same_in_a_clean_environment(clean_python, dist, tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    probe = subprocess.run([str(clean_python), "-c", "import grpo_core"], capture_output=True, env=env, cwd=tmp_path)
+    assert probe.returncode != 0, "the clean environment must not hold the project"
+    cases = [(name, reference(dist, name), questions(name)) for name in NAMES]
+    cases += [(f["assignment"], wrong_submission(dist, f), f["scores"]) for f in WRONG]
+
+    def graded(number: int) -> dict:
+        name, submission, _ = cases[number]
+        return run_zip(clean_python, dist, name, submission, tmp_path / str(number))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(graded, range(len(cases))))
+    for (name, _, expected), result in zip(cases, results, strict=True):
+        got = {test["name"]: test["score"] for test in result["tests"] if "score" in test}
+        assert got == {question: float(points) for question, points in expected.items()}, name
+        assert result["score"] == sum(expected.values())
+        hidden = [test for test in result["tests"] if "score" not in test]
+        assert all(test["visibility"] == "after_published" for test in hidden) and len(hidden) == len(got)
+
+
+def test_the_jail_needs_no_root(tmp_path):
+    """``jail.py`` as uid 65534 with Debian's Python: a user namespace of its own, no network, no capabilities."""
+    probe = (
+        "import json, os, socket\n"
+        "status = dict(line.split(':\\t') for line in open('/proc/self/status').read().splitlines())\n"
+        "try:\n    socket.create_connection(('127.0.0.1', 22), timeout=1); net = 'reached'\n"
+        "except OSError as error:\n    net = type(error).__name__\n"
+        "print(json.dumps([os.getuid(), os.getpid(), status['CapEff'], net, sorted(os.listdir('/'))]))"
+    )
+    python = shutil.which("python3", path="/usr/bin")
+    command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, str(HOMEWORK / "jail.py")]
+    done = subprocess.run([*command, python, probe], capture_output=True, text=True, cwd="/", check=True)
+    uid, pid, capabilities, net, top = json.loads(done.stdout)
+    assert (uid, pid, capabilities, net) == (65534, 2, "0000000000000000", "ConnectionRefusedError")
+    assert top == ["bin", "dev", "grader", "lib", "lib64", "proc", "submission", "tmp", "usr"]
