@@ -38,21 +38,43 @@ INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
 SECTIONS = {f"§{number}" for number in range(2, 13)}
 
 
-def course_map() -> dict[str, set[str]]:
-    """``{assignment: {"§2", ...}}`` from the table of book/course-map.md (one row per assignment)."""
-    rows = {}
+def course_map() -> tuple[dict[str, dict], list[dict]]:
+    """The two tables of book/course-map.md: ``{assignment: row}`` and the schedule's weeks, in order."""
+    assignments, weeks = {}, []
     for line in (ROOT / "book" / "course-map.md").read_text(encoding="utf8").splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if line.startswith("|") and (name := re.search(r"hw\d+-[\w-]+", cells[0])):
-            rows[name[0]] = set(re.findall(r"§\d+", cells[1]))
-    return rows
+        if not line.startswith("|") or not re.search(r"hw\d+-", line):
+            continue
+        if len(cells) == 5 and (name := re.fullmatch(r"`(hw\d+-[\w-]+)`", cells[0])):
+            points, hours = re.fullmatch(r"(\d+) \(\d+\)", cells[2])[1], re.fullmatch(r"([\d.]+) h", cells[3])[1]
+            assignments[name[1]] = {
+                "sections": set(re.findall(r"§\d+", cells[1])),
+                "points": int(points),
+                "hours": float(hours),
+                "after": re.findall(r"`(hw\d+-[\w-]+)`", cells[4]),
+            }
+        else:
+            weeks.append({"hand in": re.findall(r"`(hw\d+-[\w-]+)`", cells[3]), "hours": float(cells[4].split()[0])})
+    return assignments, weeks
 
 
-def test_course_map_lists_every_assignment_and_every_section():
-    rows = course_map()
-    assert sorted(rows) == build.assignment_names(), "one row per assignment of homework/"
-    covered = set().union(*rows.values())
+def test_course_map_covers_every_section_with_the_points_the_tests_give():
+    assignments, _ = course_map()
+    assert sorted(assignments) == build.assignment_names(), "one row per assignment of homework/"
+    covered = set().union(*(row["sections"] for row in assignments.values()))
     assert covered >= SECTIONS, f"no graded work for {sorted(SECTIONS - covered)}"
+    for name, row in assignments.items():
+        assert row["points"] == sum(possible(build.master_notebook(name)).values()), f"{name}: points"
+
+
+def test_schedule_hands_in_each_assignment_once_after_its_prerequisites():
+    assignments, weeks = course_map()
+    order = [name for week in weeks for name in week["hand in"]]
+    assert sorted(order) == sorted(assignments) and len(weeks) == 3
+    for name in order:
+        assert all(order.index(before) < order.index(name) for before in assignments[name]["after"]), name
+    for week in weeks:
+        assert week["hours"] == sum(assignments[name]["hours"] for name in week["hand in"])
 
 
 def test_every_new_assignment_has_near_misses():
