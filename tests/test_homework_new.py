@@ -1,8 +1,8 @@
 """Homework 5-10, the assignments that give every section of the chapter graded work (issue #29).
 
-tests/test_homework.py, parametrized over every assignment, builds each master with ``otter assign``,
-checks its student version for leaks and grades the reference solutions (full marks) and the
-untouched student notebook (0) in the grader's sandbox. Here, cheaply (no otter, no kernel: importing
+The homework tests parametrized over every assignment build each master with ``otter assign``,
+check its student version for leaks and grade the reference solutions (full marks) and the
+untouched student notebook (0) with the grader, as a course would. Here, cheaply (no otter, no kernel: importing
 otter alone costs 8 CPU-s), each master's reference cells run in this process and every test case is
 scored as the grader scores it, one point each: the reference must earn full marks, the master with
 its solutions blanked as ``otter assign`` blanks them 0, and each plausible near-miss of
