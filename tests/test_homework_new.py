@@ -1,0 +1,188 @@
+"""Homework 5-10, the assignments that give every section of the chapter graded work (issue #29).
+
+The homework tests parametrized over every assignment build each master with ``otter assign``,
+check its student version for leaks and grade the reference solutions (full marks) and the
+untouched student notebook (0) with the grader, as a course would. Here, cheaply (no otter, no kernel: importing
+otter alone costs 8 CPU-s), each master's reference cells run in this process and every test case is
+scored as the grader scores it, one point each: the reference must earn full marks, the master with
+its solutions blanked as ``otter assign`` blanks them 0, and each plausible near-miss of
+tests/fixtures/homework/near_misses.toml exactly the points listed there. The hidden tests use only
+what a student's notebook can hand back as data (numbers, arrays, strings, dicts) and calls of the
+student's functions on inputs the test chooses (what the jailed grader of issue #24 needs), and every
+number they compare with comes from ``grpo_core``, never typed. book/course-map.md must list every
+assignment and cover every section from §2 to §12.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import re
+import sys
+import tomllib
+import warnings
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOMEWORK = ROOT / "homework"
+sys.path.insert(0, str(HOMEWORK))
+build = importlib.import_module("build")
+
+NEW = [name for name in build.assignment_names() if int(re.match(r"hw(\d+)-", name)[1]) >= 5]
+NEAR_MISSES = tomllib.loads((ROOT / "tests" / "fixtures" / "homework" / "near_misses.toml").read_text())["near_miss"]
+INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
+SECTIONS = {f"§{number}" for number in range(2, 13)}
+# The homework tier (pyproject.toml): `make check` leaves these out, `make test` runs them (about 10 CPU-s).
+pytestmark = pytest.mark.homework
+
+
+def course_map() -> tuple[dict[str, dict], list[dict]]:
+    """The two tables of book/course-map.md: ``{assignment: row}`` and the schedule's weeks, in order."""
+    assignments, weeks = {}, []
+    for line in (ROOT / "book" / "course-map.md").read_text(encoding="utf8").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or not re.search(r"hw\d+-", line):
+            continue
+        if len(cells) == 5 and (name := re.fullmatch(r"`(hw\d+-[\w-]+)`", cells[0])):
+            points, hours = re.fullmatch(r"(\d+) \(\d+\)", cells[2])[1], re.fullmatch(r"([\d.]+) h", cells[3])[1]
+            assignments[name[1]] = {
+                "sections": set(re.findall(r"§\d+", cells[1])),
+                "points": int(points),
+                "hours": float(hours),
+                "after": re.findall(r"`(hw\d+-[\w-]+)`", cells[4]),
+            }
+        else:
+            weeks.append({"hand in": re.findall(r"`(hw\d+-[\w-]+)`", cells[3]), "hours": float(cells[4].split()[0])})
+    return assignments, weeks
+
+
+def test_course_map_covers_every_section_with_the_points_the_tests_give():
+    assignments, _ = course_map()
+    assert sorted(assignments) == build.assignment_names(), "one row per assignment of homework/"
+    covered = set().union(*(row["sections"] for row in assignments.values()))
+    assert covered >= SECTIONS, f"no graded work for {sorted(SECTIONS - covered)}"
+    for name, row in assignments.items():
+        assert row["points"] == sum(possible(build.master_notebook(name)).values()), f"{name}: points"
+
+
+def test_schedule_hands_in_each_assignment_once_after_its_prerequisites():
+    assignments, weeks = course_map()
+    order = [name for week in weeks for name in week["hand in"]]
+    assert sorted(order) == sorted(assignments) and len(weeks) == 3
+    for name in order:
+        assert all(order.index(before) < order.index(name) for before in assignments[name]["after"]), name
+    for week in weeks:
+        assert week["hours"] == sum(assignments[name]["hours"] for name in week["hand in"])
+
+
+def test_every_new_assignment_has_near_misses():
+    assert len(NEW) >= 5
+    assert {miss["assignment"] for miss in NEAR_MISSES} == set(NEW)
+
+
+# ---------------------------------------------------------------- the cases, as the grader scores them
+
+
+def cases(master: nbformat.NotebookNode) -> list[tuple[str, bool, str]]:
+    """``(question, hidden, code)`` of every test case of a master, in order."""
+    found, question, block = [], None, None
+    for cell in master.cells:
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "raw" and first == "# BEGIN QUESTION":
+            question = re.search(r"name: (\w+)", cell.source)[1]
+        elif cell.cell_type == "raw" and first in ("# BEGIN TESTS", "# END TESTS"):
+            block = first.split()[1]
+        elif cell.cell_type == "code" and block == "BEGIN":
+            found.append((question, first == "# HIDDEN", cell.source))
+    return found
+
+
+def code_cells(master: nbformat.NotebookNode) -> list[str]:
+    """The master's code outside its tests: the reference solution, as the autograder notebook holds it."""
+    found, block = [], None
+    for cell in master.cells:
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "raw" and first in ("# BEGIN TESTS", "# END TESTS"):
+            block = first.split()[1]
+        elif cell.cell_type == "code" and block != "BEGIN":
+            found.append(cell.source)
+    return found
+
+
+def blanked(source: str) -> str:
+    """A cell as the student receives it: solution lines become ``...`` (otter assign's rule)."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        if line.strip() in INLINE_MARKERS:
+            inside = line.strip() == INLINE_MARKERS[0]
+            lines += [f"{indent}..."] if inside else []
+        elif line.endswith("# SOLUTION"):
+            lines.append(re.sub(r"=.*", "= ...", line))
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def score(cells: list[str], master: nbformat.NotebookNode) -> dict[str, list[tuple[bool, bool]]]:
+    """``{question: [(hidden, passed), ...]}``: the cells run here, then each test case in their namespace."""
+    namespace: dict = {"__name__": "__main__"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for source in cells:
+            with contextlib.suppress(Exception):  # a broken cell ends, as in the grader
+                exec(compile(source, "<homework cell>", "exec"), namespace)
+        results: dict[str, list[tuple[bool, bool]]] = {}
+        for question, hidden, code in cases(master):
+            try:
+                exec(compile(code, "<test>", "exec"), dict(namespace))
+                passed = True
+            except Exception:  # any error fails the case
+                passed = False
+            results.setdefault(question, []).append((hidden, passed))
+    return results
+
+
+def points(results: dict[str, list[tuple[bool, bool]]]) -> dict[str, int]:
+    return {question: sum(passed for _, passed in outcome) for question, outcome in results.items()}
+
+
+def possible(master: nbformat.NotebookNode) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for question, _, _ in cases(master):
+        total[question] = total.get(question, 0) + 1
+    return total
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_reference_earns_full_marks_and_the_blank_notebook_nothing(name):
+    master = build.master_notebook(name)
+    assert points(score(code_cells(master), master)) == possible(master)
+    blank = [blanked(source) for source in code_cells(master)]
+    assert points(score(blank, master)) == dict.fromkeys(possible(master), 0)
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_keys_are_computed_never_typed(name):
+    """A hidden test compares with grpo_core: no float literal with more than 3 significant digits in it."""
+    for question, hidden, code in cases(build.master_notebook(name)):
+        floats = [n.value for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Constant) and type(n.value) is float]
+        typed = [value for value in floats if len(f"{abs(value):.15e}".split("e")[0].replace(".", "").rstrip("0")) > 3]
+        assert not (hidden and typed), f"{name} {question}: typed values {typed} in a hidden test"
+
+
+@pytest.mark.parametrize("miss", NEAR_MISSES, ids=[f"{m['assignment']}-{m['mistake']}" for m in NEAR_MISSES])
+def test_near_miss_loses_exactly_its_points(miss):
+    master = build.master_notebook(miss["assignment"])
+    cells = code_cells(master)
+    hits = [i for i, source in enumerate(cells) if miss["replace"] in source]
+    assert len(hits) == 1 and cells[hits[0]].count(miss["replace"]) == 1, f"stale near-miss: {miss['replace']!r}"
+    cells[hits[0]] = cells[hits[0]].replace(miss["replace"], miss["with"])
+    results = score(cells, master)
+    assert points(results) == {**possible(master), **miss["scores"]}
+    lost = [hidden for outcome in results.values() for hidden, passed in outcome if not passed]
+    assert lost and all(lost) == miss["subtle"], "a subtle near-miss loses hidden points only, the others a public one"
