@@ -226,3 +226,42 @@ def test_the_graders_environment_is_not_readable_in_an_unprivileged_jail(tmp_pat
     env = {"PATH": "/usr/bin:/bin", "GRADER_SECRET": "not-for-students-4711"}
     done = subprocess.run([*command, python, probe], capture_output=True, text=True, cwd="/", env=env, check=True)
     assert "HOME=/submission" in done.stdout and "not-for-students-4711" not in done.stdout
+
+
+def test_parsing_a_submission_is_held_by_its_time_limit(tiny_dist, tmp_path):
+    """A 10 MiB notebook of 100,000 empty cells is validated by nbformat in the grader's own process, before any
+    limit applies: 108 s measured under load for one file whose --timeout is 5 s, and a folder may hold many. The
+    bound below (30 s for a 5 s limit) leaves a loaded machine room; today's grader needs far more."""
+    import time
+
+    cells = [nbformat.v4.new_code_cell("") for _ in range(100_000)]
+    nb = nbformat.v4.new_notebook(cells=cells, metadata={"otter": {"assignment_name": "hw0"}})
+    write(nb, tmp_path / "submissions" / "many-cells.ipynb")
+    start = time.monotonic()
+    _grade_folder(tmp_path / "submissions", tiny_dist, tmp_path / "out")
+    assert time.monotonic() - start < 30
+
+
+def test_no_process_outlives_an_unprivileged_jail(tmp_path):
+    """Holds today (kept: the author's survivor test runs as root only). As uid 65534, a cell starts a new-session
+    child and a double-forked setsid grandchild, then the grader closes the jail: no process of that user is left."""
+    import shutil
+    import subprocess
+    import time
+
+    from homework_support import HOMEWORK
+
+    cell = "import os, subprocess, time\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+    cell += "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n    os._exit(0)\n"
+    python = shutil.which("python3", path="/usr/bin")
+    script = f"import sys\nsys.path.insert(0, {str(HOMEWORK)!r})\nfrom jail import Jail, command, python_paths\n"
+    script += f"jail = Jail(command({python!r}, python_paths({python!r}), 0, 30), 30)\n"
+    script += f"print(jail.ask({{'cells': [{cell!r}], 'names': []}}))\njail.close()\n"
+    user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    done = subprocess.run([*user, python, "-c", script], capture_output=True, text=True, cwd="/", check=True)
+    for _ in range(50):  # the kernel tears the PID namespace down just after close() returns
+        left = subprocess.run(["pgrep", "-u", "65534"], capture_output=True, text=True).stdout.split()
+        if not left:
+            break
+        time.sleep(0.1)
+    assert done.stdout.strip() == "{'values': {}}" and left == []
