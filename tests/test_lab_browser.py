@@ -236,6 +236,26 @@ def run_all_cells(page, attempts: int = 3) -> None:
     raise AssertionError(f"Run All Cells did not start any cell in {attempts} attempts")
 
 
+AXE = ROOT / "tests" / "_vendor" / "axe-core" / "axe.min.js"
+ACTIVE_CELL = (
+    "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.matches('.jp-mod-active'))"
+)
+CONTRAST = """async (selector) => {
+  const result = await axe.run(selector, { runOnly: { type: 'rule', values: ['color-contrast'] } });
+  return result.violations.flatMap((v) => v.nodes.map((n) => n.target.join(' ') + ': ' + n.failureSummary));
+}"""
+
+
+def set_theme(page, theme: str) -> None:
+    """Settings → Theme → ``theme``, and wait until JupyterLab has applied it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator('.lm-Menu-item[data-command="apputils:change-theme"]', has_text=theme).click()
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_selector(f'body[data-jp-theme-light="{light}"][data-jp-theme-name="{theme}"]', timeout=CLICK_S * 1000)
+    page.wait_for_timeout(500)  # the theme's stylesheet is applied
+
+
 def test_lab_in_jupyterlab(jupyterlab, browser):
     base, token = jupyterlab
     started = time.monotonic()
@@ -334,6 +354,25 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
         lab.screenshot(path=SCREENSHOTS / "lab-zero-variance.png")
         page.screenshot(path=SCREENSHOTS / "jupyterlab.png")
+
+        # The "onto" dropdown keeps its keys: no notebook shortcut (move the cell selection, insert a cell) fires.
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        before = (cells.count(), page.evaluate(ACTIVE_CELL))
+        onto = lab.locator(".grpo-lab-sharpen-action select")
+        onto.focus()
+        for key in ("ArrowDown", "ArrowUp", "a", "b", "ArrowDown", "ArrowUp"):
+            onto.press(key)
+        page.wait_for_timeout(500)
+        assert (cells.count(), page.evaluate(ACTIVE_CELL)) == before, "keys in the lab reached the notebook"
+
+        # Contrast: every text of the lab keeps 4.5:1 in JupyterLab's Light and Dark themes (axe-core).
+        page.add_script_tag(path=str(AXE))
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(page, theme)
+            found = page.evaluate(CONTRAST, ".grpo-lab")
+            lab.screenshot(path=SCREENSHOTS / f"lab-{theme.split()[-1].lower()}.png")
+            assert found == [], f"{theme}: text of the lab below 4.5:1 (axe-core color-contrast)"
+        set_theme(page, "JupyterLab Light")
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "lab-failure.png")

@@ -19,7 +19,14 @@
   "use strict";
 
   const CURVE_POINTS = 300;
-  const COLORS = { blue: "#2f6db5", grey: "#9aa4af", green: "#1a7f37", muted: "#656d76" };
+  // CSS variables of lab.css, which gives each a light and a dark value (the book's and JupyterLab's themes)
+  const COLORS = {
+    blue: "var(--grpo-blue)",
+    grey: "var(--grpo-grey)",
+    green: "var(--grpo-green)",
+    muted: "var(--grpo-muted)",
+    ref: "var(--grpo-ref)",
+  };
   const CARDS = [
     ["mean", "mean(R)"],
     ["std", "std(R)"],
@@ -49,7 +56,7 @@
       `<svg class="grpo-svg" viewBox="0 0 ${width} ${height}" role="img" aria-label="policy over actions">`,
       `<rect x="${width - 150}" y="4" width="10" height="10" fill="${COLORS.blue}"/>`,
       `<text x="${width - 136}" y="13" class="grpo-small">π_θ</text>`,
-      `<rect x="${width - 98}" y="4" width="10" height="10" fill="#e6eaef" stroke="${COLORS.grey}"/>`,
+      `<rect x="${width - 98}" y="4" width="10" height="10" fill="${COLORS.ref}" stroke="${COLORS.grey}"/>`,
       `<text x="${width - 84}" y="13" class="grpo-small">π_ref (reset)</text>`,
     ];
     for (const tick of [0, 0.5, 1]) {
@@ -63,7 +70,7 @@
       const p = state.probs[k], q = state.ref_probs[k];
       parts.push(
         `<rect class="grpo-bar" x="${(cx - 17).toFixed(1)}" y="${y(p).toFixed(1)}" width="22" height="${(plotH * p).toFixed(1)}" fill="${COLORS.blue}" rx="2"/>`,
-        `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="#e6eaef" stroke="${COLORS.grey}" rx="1"/>`,
+        `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="${COLORS.ref}" stroke="${COLORS.grey}" rx="1"/>`,
         `<text x="${(cx - 6).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" class="grpo-value">${p.toFixed(2)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" class="grpo-action${k === state.best ? " grpo-best" : ""}">${escape(name)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 31}" text-anchor="middle" class="grpo-small">r = ${g(state.rewards[k])}</text>`,
@@ -219,7 +226,7 @@
         `<div class="grpo-lab-card grpo-lab-${key}"><div class="grpo-card-label">${label}</div><div class="grpo-card-value">—</div></div>`,
     ).join("") +
     "</div>" +
-    '<div class="grpo-lab-warning" aria-live="polite"></div>' +
+    '<div class="grpo-lab-warning"></div>' +
     '<div class="grpo-lab-row grpo-lab-panels">' +
     '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
     '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
@@ -228,6 +235,62 @@
     '<div class="grpo-lab-status"><progress class="grpo-lab-progress" max="1" value="0"></progress>' +
     '<span class="grpo-lab-progress-label"></span></div>' +
     '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · reproduce in Python: <code></code></div>';
+
+  /* For a screen reader: what each step did, said once, and the charts' numbers.
+   * A polite live region (role="status") gets one sentence per change of the lab's state: the policy, the group's
+   * mean reward and advantages per answer, the clip fraction and the KL; it stays silent while a run is under way
+   * (its end is said once) and when a control changes nothing it would say. Nothing else in the views is live, so a
+   * click is announced once. The policy chart and each learning curve are named with the numbers they draw. In
+   * JupyterLab the lab keeps its keys (no notebook shortcut fires from inside it). */
+  function summaryText(state) {
+    const names = state.names;
+    const probs = names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
+    const parts = [`Step ${state.steps}. Policy: ${probs}.`];
+    const group = state.group;
+    if (group !== null) {
+      const used = group.ratios !== null ? "used by the step" : "sampled";
+      const answers = names.flatMap((name, k) => {
+        const where = group.actions.flatMap((a, i) => (a === k ? [i] : []));
+        return where.length ? [`${name} ×${where.length} ${signed(group.advantages[where[0]])}`] : [];
+      });
+      parts.push(`Group of ${group.actions.length}, ${used}: mean reward ${fmt(state.stats.mean)}.`);
+      parts.push(
+        Math.max(...group.rewards) === Math.min(...group.rewards)
+          ? "No signal: all rewards equal, every advantage 0."
+          : `Advantages: ${answers.join(", ")}.`,
+      );
+      if (group.ratios !== null) parts.push(`Clip fraction ${fmt(state.stats.clip, 2)}, KL ${fmt(state.stats.kl)}.`);
+    }
+    return parts.join(" ");
+  }
+
+  function accessibleViews(el) {
+    const status = document.createElement("div");
+    status.className = "grpo-lab-summary grpo-sr-only";
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    status.setAttribute("aria-atomic", "true");
+    el.appendChild(status);
+    el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
+    return (state) => {
+      // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
+      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute.
+      const lab = el.closest(".grpo-lab");
+      if (lab) lab.setAttribute("data-lm-suppress-shortcuts", "true");
+      const policy = el.querySelector(".grpo-lab-policy svg");
+      const probs = state.names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
+      const ref = state.names.map((name, k) => `${name} ${fmt(state.ref_probs[k], 2)}`).join(", ");
+      policy.setAttribute("aria-label", `Policy π over the answers: ${probs}. Reference π_ref: ${ref}.`);
+      el.querySelectorAll(".grpo-curve svg").forEach((svg) => {
+        const title = svg.querySelector(".grpo-panel-title").textContent;
+        const now = svg.querySelector(".grpo-value").textContent;
+        svg.setAttribute("aria-label", `Learning curve of ${title} over ${state.steps} steps: now ${now}.`);
+      });
+      const [done, total] = state.progress;
+      const text = summaryText(state);
+      if (!(total && done < total) && status.textContent !== text) status.textContent = text;
+    };
+  }
 
   /** Build the views inside ``el`` once; returns {update(state)}, which redraws all of them. */
   function mount(el) {
@@ -247,6 +310,7 @@
       engine: $(".grpo-lab-engine"),
       reproduce: $(".grpo-lab-reproduce code"),
     };
+    const describe = accessibleViews(el);
     return {
       el,
       update(state) {
@@ -266,10 +330,11 @@
         slots.progressLabel.textContent = total ? `${done} / ${total} steps` : "";
         slots.engine.textContent = state.engine;
         slots.reproduce.textContent = state.reproduce;
+        describe(state);
       },
     };
   }
 
   root.GRPOLab = root.GRPOLab || {};
-  root.GRPOLab.view = { mount, fmt, signed };
+  root.GRPOLab.view = { mount, fmt, signed, summaryText };
 })(globalThis);
