@@ -274,9 +274,13 @@
     el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
     return (state) => {
       // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
-      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute.
+      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and
+      // the key does not bubble to the document, where JupyterLab listens.
       const lab = el.closest(".grpo-lab");
-      if (lab) lab.setAttribute("data-lm-suppress-shortcuts", "true");
+      if (lab && !lab.hasAttribute("data-lm-suppress-shortcuts")) {
+        lab.setAttribute("data-lm-suppress-shortcuts", "true");
+        lab.addEventListener("keydown", (event) => event.stopPropagation());
+      }
       const policy = el.querySelector(".grpo-lab-policy svg");
       const probs = state.names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
       const ref = state.names.map((name, k) => `${name} ${fmt(state.ref_probs[k], 2)}`).join(", ");
