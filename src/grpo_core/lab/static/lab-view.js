@@ -281,6 +281,10 @@
         lab.setAttribute("data-lm-suppress-shortcuts", "true");
         lab.addEventListener("keydown", (event) => event.stopPropagation());
       }
+      // the ledger scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
+      const ledger = el.querySelector(".grpo-ledger");
+      ledger.tabIndex = 0;
+      ledger.setAttribute("aria-label", "Ledger, most recent first");
       const policy = el.querySelector(".grpo-lab-policy svg");
       const probs = state.names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
       const ref = state.names.map((name, k) => `${name} ${fmt(state.ref_probs[k], 2)}`).join(", ");
