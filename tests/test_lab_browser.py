@@ -236,6 +236,55 @@ def run_all_cells(page, attempts: int = 3) -> None:
     raise AssertionError(f"Run All Cells did not start any cell in {attempts} attempts")
 
 
+ACTIVE_CELL = (
+    "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.matches('.jp-mod-active'))"
+)
+# The contrast of every text of the lab against the background it is drawn on (WCAG's relative luminance; the
+# background is the nearest opaque one of the text's element and its ancestors, semi-transparent text blended
+# onto it): [number of texts measured, the texts below 4.5:1 with their ratio]. (axe-core's color-contrast cannot
+# decide most of them inside JupyterLab's notebook and reports them as "incomplete".)
+CONTRAST = """(selector) => {
+  const rgba = (css) => (css.match(/[\\d.]+/g) || []).map(Number).concat([1]).slice(0, 4);
+  const luminance = ([r, g, b]) => {
+    const f = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (e) => {
+    for (; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] === 1) return c;
+    }
+    return [255, 255, 255, 1];
+  };
+  const texts = [...document.querySelector(selector).querySelectorAll('*')].filter((e) =>
+    [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()) && e.getClientRects().length
+    && !e.closest('svg, .grpo-sr-only') && getComputedStyle(e).visibility === 'visible');
+  const low = [];
+  for (const e of texts) {
+    const bg = background(e), fg = rgba(getComputedStyle(e).color);
+    const seen = fg.slice(0, 3).map((c, i) => c * fg[3] + bg[i] * (1 - fg[3]));
+    const [a, b] = [luminance(seen), luminance(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    if (ratio < 4.5) low.push(`${e.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+  }
+  return [texts.length, low];
+}"""
+
+
+def set_theme(page, theme: str) -> None:
+    """Settings → Theme → ``theme``, and wait until JupyterLab has applied it."""
+    if page.evaluate("() => document.body.dataset.jpThemeName") != theme:
+        page.locator(".lm-MenuBar-itemLabel", has_text="Settings").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+        themes = page.locator('.lm-Menu-item[data-command="apputils:change-theme"] .lm-Menu-itemLabel')
+        themes.get_by_text(theme, exact=True).click()
+    light = "true" if "Light" in theme else "false"
+    page.wait_for_selector(
+        f'body[data-jp-theme-light="{light}"][data-jp-theme-name="{theme}"]', state="attached", timeout=CLICK_S * 1000
+    )
+    page.wait_for_timeout(500)  # the theme's stylesheet is applied
+
+
 def test_lab_in_jupyterlab(jupyterlab, browser):
     base, token = jupyterlab
     started = time.monotonic()
@@ -340,6 +389,25 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         assert "No signal from this group" in lab.locator(".grpo-lab-warning").inner_text()
         lab.screenshot(path=SCREENSHOTS / "lab-zero-variance.png")
         page.screenshot(path=SCREENSHOTS / "jupyterlab.png")
+
+        # The "onto" dropdown keeps its keys: no notebook shortcut (move the cell selection, insert a cell) fires.
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        before = (cells.count(), page.evaluate(ACTIVE_CELL))
+        onto = lab.locator(".grpo-lab-sharpen-action select")
+        onto.focus()
+        for key in ("ArrowDown", "ArrowUp", "a", "b", "ArrowDown", "ArrowUp"):
+            onto.press(key)
+        page.wait_for_timeout(500)
+        assert (cells.count(), page.evaluate(ACTIVE_CELL)) == before, "keys in the lab reached the notebook"
+
+        # Contrast: every text of the lab keeps 4.5:1 in JupyterLab's Light and Dark themes.
+        for theme in ("JupyterLab Light", "JupyterLab Dark"):
+            set_theme(page, theme)
+            checked, found = page.evaluate(CONTRAST, ".grpo-lab")
+            lab.screenshot(path=SCREENSHOTS / f"lab-{theme.split()[-1].lower()}.png")
+            assert checked > 100, f"{theme}: the lab's texts were measured ({checked})"
+            assert found == [], f"{theme}: text of the lab below 4.5:1"
+        set_theme(page, "JupyterLab Light")
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "lab-failure.png")

@@ -15,10 +15,15 @@ at 9 px or more at the column width. The lab page must render its widget
 snapshot; a search for each key term of the chapter must list the section that
 defines it first. A screenshot of the first screen of each page, at 1400 and at
 390 px, is saved under ``_build/screenshots/site/`` for a human to look at.
+
+Accessibility: axe-core (vendored, ``tests/_vendor/``) finds no WCAG 2.1 A or AA violation on any page, the source
+listings of the API included, in light and dark mode, at 1280 and 390 px; every image has alt text that describes
+it (not a file name).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -117,6 +122,7 @@ class Visit:
     layout: dict[int, dict] = field(default_factory=dict)
     tables: list[tuple[int, int]] = field(default_factory=list)
     overflow: dict[int, tuple[int, int]] = field(default_factory=dict)
+    axe: dict[tuple[str, int], dict] = field(default_factory=dict)
 
 
 _VISITS: dict[str, Visit] = {}
@@ -124,7 +130,8 @@ _VISITS: dict[str, Visit] = {}
 
 def visit(reader, site: str, name: str) -> Visit:
     """Open ``name`` once (per worker) in the ``reader`` tab and record every check's measurements, with screenshots
-    at 1400 and 390 px. Console errors are collected over the whole visit, resizes included."""
+    at 1400 and 390 px, and axe-core's audit at 1280 and 390 px (AUDIT). Console errors are collected over the whole
+    visit, resizes included."""
     if name in _VISITS:
         return _VISITS[name]
     assert (SITE / name).is_file(), f"{name} was not built"
@@ -137,11 +144,14 @@ def visit(reader, site: str, name: str) -> Visit:
         page.evaluate("() => document.fonts.ready.then(() => null)")
         _screenshot(page, name)
         figures, inline_svg_text = page.evaluate(FIGURES), page.evaluate(INLINE_SVG_TEXT)
-        layout, overflow, tables = {WIDE: page.evaluate(LAYOUT)}, {}, []
+        layout, overflow, tables, axe = {WIDE: page.evaluate(LAYOUT)}, {}, [], {}
+        add_axe(page)
         for width in sorted({*WINDOW_WIDTHS, NARROW}, reverse=True):
             page.set_viewport_size({"width": width, "height": 900})
             page.evaluate(NEXT_FRAME)  # resize handlers have run and the page is laid out again
             overflow[width] = tuple(page.evaluate(OVERFLOW))
+            if width in AUDIT:
+                audit_at_this_width(page, axe)
             if width == TABLE_WIDTH:
                 tables = page.evaluate(TABLES)
             if width == NARROW:
@@ -150,7 +160,7 @@ def visit(reader, site: str, name: str) -> Visit:
         requests = (list(log.errors), log.foreign_requests(site), list(log.failures), served_errors())
     finally:
         log.detach()
-    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow)
+    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow, axe)
     _VISITS[name] = seen
     return seen
 
@@ -591,3 +601,164 @@ def test_the_first_visit_requests_nothing_missing(page, site):
         page.wait_for_timeout(100)
     assert any("favicon" in path for path, _ in LoggingHandler.served), "the browser never asked for the icon"
     assert served_errors() == []
+
+
+# --- Accessibility: WCAG 2.1 A and AA by axe-core, in light and dark mode, on a laptop and a phone --------------
+
+AXE = ROOT / "tests" / "_vendor" / "axe-core" / "axe.min.js"  # vendored from npm (tests/_vendor/README.md)
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+# The audit of a page: at each window width, the passes (colour scheme, which rules, what is left out). Each axe
+# run costs a walk of the whole page, so the passes are as few as can still find everything:
+# - at 1280 px every rule, light; then, dark, what the colours decide (color-contrast);
+# - at 390 px every rule but color-contrast (the colours of an element do not depend on the width), light;
+# - the dark pass leaves out MathJax's output, which takes the colour of the text around it, checked there (its
+#   thousands of glyph elements would double the time of the pass on the notebook pages).
+AUDIT = {
+    1280: (("light", "all", ()), ("dark", "color-contrast", ("mjx-container",))),
+    NARROW: (("light", "other rules", ()),),
+}
+# pydata-sphinx-theme makes what scrolls at the new width focusable 300 ms after a resize (debounced).
+THEME_RESIZE_MS = 400
+# axe-core's rules at WCAG 2.1 A and AA, in a context that leaves out ``exclude``: {rule: [(target, why)]} of
+# each violation.
+AXE_RUN = """async ({tags, rules, exclude}) => {
+  const options = { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } };
+  if (rules === 'color-contrast') options.runOnly = { type: 'rule', values: ['color-contrast'] };
+  if (rules === 'other rules') options.rules = { 'color-contrast': { enabled: false } };
+  const result = await axe.run({ exclude: exclude.map((selector) => [selector]) }, options);
+  return Object.fromEntries(result.violations.map((v) => [v.id, v.nodes.map((n) => [
+    n.target.join(' '), (n.failureSummary || '').split('\\n').slice(1, 2).join('').trim().slice(0, 120)])]));
+}"""
+# The colour scheme the page shows (pydata-sphinx-theme's data-theme), once it follows the reader's setting.
+THEME_IS = "(scheme) => document.documentElement.dataset.theme === scheme"
+
+
+# While the audit switches the colour scheme, colours change at once: a transition (the theme's search button has
+# one) would let axe-core measure a colour halfway between the two schemes.
+NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; }"
+
+
+def add_axe(page) -> None:
+    """Put axe-core into the page, with its colours switching without transitions."""
+    page.add_script_tag(path=str(AXE))
+    page.add_style_tag(content=NO_TRANSITIONS)
+
+
+def audit_at_this_width(page, found: dict) -> None:
+    """Run the passes of AUDIT for the page's window width (axe-core is in the page) into ``found``: {(colour
+    scheme, width): {rule: [(target, why)]}}. The site follows the colour scheme the reader's system asks for;
+    the browser's own setting is given back afterwards."""
+    width = page.viewport_size["width"]
+    page.wait_for_timeout(THEME_RESIZE_MS)
+    try:
+        for scheme, rules, exclude in AUDIT[width]:
+            page.emulate_media(color_scheme=scheme)
+            page.wait_for_function(THEME_IS, arg=scheme)
+            violations = page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules, "exclude": list(exclude)})
+            found.setdefault((scheme, width), {}).update(violations)
+    finally:
+        page.emulate_media(color_scheme="null")
+
+
+def audit(page, site: str, name: str, *, before=None) -> dict[tuple[str, int], dict]:
+    """axe-core's WCAG 2.1 A/AA violations of ``name`` after ``before(page)`` (the lab's steps), by colour scheme
+    and window width (AUDIT). The pages of the site are audited during their :func:`visit` instead."""
+    assert (SITE / name).is_file(), f"{name} was not built"
+    found: dict[tuple[str, int], dict] = {}
+    page.set_viewport_size({"width": 1280, "height": 900})
+    try:
+        _open(page, site + name)
+        page.evaluate(MATH_STATE)
+        add_axe(page)
+        if before:
+            before(page)
+        for width in AUDIT:
+            page.set_viewport_size({"width": width, "height": 900})
+            audit_at_this_width(page, found)
+    finally:
+        page.set_viewport_size({"width": WIDE, "height": 900})
+    return found
+
+
+# Every page: those of the table of contents, the generated ones and the source listing of each public module
+# of grpo_core (sphinx.ext.viewcode's pages, which the API reference's [source] links open), with their index.
+SOURCE_PAGES = [
+    "_modules/index.html",
+    *sorted(
+        f"_modules/{path.relative_to(ROOT / 'src').with_suffix('.html').as_posix()}"
+        for path in (ROOT / "src" / "grpo_core").rglob("*.py")
+        if not path.name.startswith("_")
+    ),
+]
+
+
+@pytest.mark.parametrize("name", [*PAGES, *SOURCE_PAGES])
+def test_axe_finds_no_wcag_violation(reader, site, name):
+    """WCAG 2.1 A and AA as axe-core checks them: 0 violations on every page, light and dark, 1280 and 390 px."""
+    found = {f"{scheme} {width}px": rules for (scheme, width), rules in visit(reader, site, name).axe.items() if rules}
+    assert found == {}, "axe-core's violations: {rule: [(element, what fails)]}, by colour scheme and width"
+
+
+def test_the_vendored_axe_core_is_the_one_its_readme_names():
+    readme = (AXE.parents[1] / "README.md").read_text(encoding="utf8")
+    recorded = dict(re.findall(r"^\| `(axe-core/[^`]+)` \|.*\| `([0-9a-f]{64})` \|$", readme, re.M))
+    assert recorded == {"axe-core/axe.min.js": hashlib.sha256(AXE.read_bytes()).hexdigest()}
+    version = re.search(r"axe-core@([\d.]+)", readme).group(1)
+    assert AXE.read_text(encoding="utf8").startswith(f"/*! axe v{version}")
+
+
+def test_axe_finds_what_it_is_meant_to(reader, site):
+    """The audit cannot pass vacuously: text of too little contrast, an image without alt text and an unnamed
+    input put on a page are each reported, in every pass that looks for them."""
+
+    def spoil(page):
+        page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('afterbegin',
+          '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">')""")
+
+    found = audit(reader, site, "book/notation.html", before=spoil)
+    assert {"color-contrast", "image-alt", "label"} <= set(found["light", 1280]), found
+    assert "color-contrast" in found["dark", 1280], found
+    assert {"image-alt", "label"} <= set(found["light", NARROW]), found
+
+
+# Alt text: what an image shows, never its file's name.
+PATH_LIKE = re.compile(r"(?:^|/)[\w.-]+\.(?:png|svg|jpe?g|gif|webp)$|^[\w./-]*/[\w./-]*$|^_?build|\bimg\b", re.I)
+
+
+def alt_problems(html: str) -> list[str]:
+    """The <img> elements of ``html`` whose alt text is missing, empty or a path (what a screen reader says instead
+    of describing the figure)."""
+    problems = []
+    for tag in re.findall(r"<img\b[^>]*>", html):
+        alt = re.search(r'\balt="([^"]*)"', tag)
+        text = alt.group(1).strip() if alt else None
+        if not text or PATH_LIKE.search(text) or len(text) < 8:
+            problems.append(tag[:160])
+    return problems
+
+
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
+def test_every_image_says_what_it_shows():
+    pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
+    assert len(pages) == len(PAGES) + 1, f"{SITE} is not built: run `make book` first"
+    missing = {}
+    for path in pages:
+        problems = alt_problems(path.read_text(encoding="utf8"))
+        if problems:
+            missing[path.relative_to(SITE).as_posix()] = problems
+    assert missing == {}, "images whose alt text is missing, empty or a file path"
+
+
+def test_the_alt_text_check_rejects_paths_and_empty_text():
+    bad = [
+        '<img src="a.png">',
+        '<img alt="" src="a.png">',
+        '<img alt="  " src="a.png">',
+        '<img alt="../_images/7f3a9c.png" src="x">',
+        '<img alt="_build/jupyter_execute/abc.svg" src="x">',
+        '<img alt="figure.png" src="x">',
+        '<img alt="image" src="x">',
+    ]
+    assert [len(alt_problems(tag)) for tag in bad] == [1] * len(bad)
+    good = '<img alt="Bar chart of the four answers: P(B) rises from 0.25 to 0.91 in 200 steps." src="fig.png">'
+    assert alt_problems(good) == []

@@ -19,7 +19,10 @@ autodoc leave open, one module each:
     Renders a link to one of the companion's notebooks (``notebooks/*.md``)
     that is not in ``_toc.yml`` as text instead of failing the build.
 ``bibliography``
-    Labels the bibliography author–year, like the citations in the text.
+    Labels the bibliography author–year, like the citations in the text, and
+    writes its entries as list items (ARIA).
+``index_toggles``
+    Gives the module index's collapse toggles an alt text that describes them.
 ``static``
     Rebuilds the pages when the site's own CSS or JS changes.
 ``repository``
@@ -33,9 +36,20 @@ autodoc leave open, one module each:
     site's icon (no request for ``/favicon.ico``).
 """
 
-from companion_book import api, bibliography, downloads, entry_page, execution, key_terms, links, repository, static
+from companion_book import (
+    api,
+    bibliography,
+    downloads,
+    entry_page,
+    execution,
+    index_toggles,
+    key_terms,
+    links,
+    repository,
+    static,
+)
 
-MODULES = (api, bibliography, downloads, execution, links, static, repository, key_terms, entry_page)
+MODULES = (api, bibliography, downloads, execution, links, static, repository, key_terms, entry_page, index_toggles)
 
 
 def setup(app):

@@ -4,6 +4,11 @@ With ``bibtex_reference_style: author_year`` the text cites "Shao et al.
 (2024)"; pybtex's styles would still number the list itself. The
 ``author_year`` style (``bibtex_default_style`` in _config.yml) keeps the
 ``plain`` entries, sorted by author, with labels such as "Shao et al., 2024".
+
+docutils 0.21 writes each entry of the list (``role="list"``) with the ARIA
+role ``doc-biblioentry``, which DPUB-ARIA 1.1 deprecates because a list's
+children must be list items (w3c/dpub-aria#22; axe-core reports both,
+dequelabs/axe-core#2759): the entries are written as list items.
 """
 
 from __future__ import annotations
@@ -38,5 +43,15 @@ class AuthorYearStyle(PlainStyle):
     default_label_style = AuthorYearLabels
 
 
+BIBLIOENTRY = 'role="doc-biblioentry"'
+
+
+def entries_as_list_items(app, pagename, templatename, context, doctree) -> None:
+    """The bibliography's entries are items of its list (see the module docstring)."""
+    if BIBLIOENTRY in context.get("body", ""):
+        context["body"] = context["body"].replace(BIBLIOENTRY, 'role="listitem"')
+
+
 def setup(app) -> None:
     register_plugin("pybtex.style.formatting", "author_year", AuthorYearStyle)
+    app.connect("html-page-context", entries_as_list_items)

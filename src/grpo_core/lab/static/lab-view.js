@@ -23,7 +23,14 @@
   "use strict";
 
   const CURVE_POINTS = 300;
-  const COLORS = { blue: "#2f6db5", grey: "#9aa4af", green: "#1a7f37", muted: "#656d76" };
+  // CSS variables of lab.css, which gives each a light and a dark value (the book's and JupyterLab's themes)
+  const COLORS = {
+    blue: "var(--grpo-blue)",
+    grey: "var(--grpo-grey)",
+    green: "var(--grpo-green)",
+    muted: "var(--grpo-muted)",
+    ref: "var(--grpo-ref)",
+  };
 
   const escape = (text) =>
     String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -44,7 +51,7 @@
       `<svg class="grpo-svg" viewBox="0 0 ${width} ${height}" role="img" aria-label="policy over actions">`,
       `<rect x="${width - 150}" y="4" width="10" height="10" fill="${COLORS.blue}"/>`,
       `<text x="${width - 136}" y="13" class="grpo-small">π_θ</text>`,
-      `<rect x="${width - 98}" y="4" width="10" height="10" fill="#e6eaef" stroke="${COLORS.grey}"/>`,
+      `<rect x="${width - 98}" y="4" width="10" height="10" fill="${COLORS.ref}" stroke="${COLORS.grey}"/>`,
       `<text x="${width - 84}" y="13" class="grpo-small">π_ref (reset)</text>`,
     ];
     for (const tick of [0, 0.5, 1]) {
@@ -58,7 +65,7 @@
       const p = state.probs[k], q = state.ref_probs[k];
       parts.push(
         `<rect class="grpo-bar" x="${(cx - 17).toFixed(1)}" y="${y(p).toFixed(1)}" width="22" height="${(plotH * p).toFixed(1)}" fill="${COLORS.blue}" rx="2"/>`,
-        `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="#e6eaef" stroke="${COLORS.grey}" rx="1"/>`,
+        `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="${COLORS.ref}" stroke="${COLORS.grey}" rx="1"/>`,
         `<text x="${(cx - 6).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" class="grpo-value">${p.toFixed(2)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" class="grpo-action${k === state.best ? " grpo-best" : ""}">${escape(name)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 31}" text-anchor="middle" class="grpo-small">r = ${g(state.rewards[k])}</text>`,
@@ -235,7 +242,7 @@
         )
         .join("") +
       "</div>" +
-      '<div class="grpo-lab-warning" aria-live="polite"></div>' +
+      '<div class="grpo-lab-warning"></div>' +
       '<div class="grpo-lab-row grpo-lab-panels">' +
       '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
       '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
@@ -247,6 +254,74 @@
       '<span class="grpo-lab-progress-label"></span></div>' +
       '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · replay in Python: <code></code></div>'
     );
+  }
+
+  /* For a screen reader: what each step did, said once, and the charts' numbers.
+   * A polite live region (role="status") gets one sentence per change of the lab's state: the policy, the group's
+   * mean reward and advantages per answer, the clip fraction and the KL; it stays silent while a run is under way
+   * (its end is said once) and when a control changes nothing it would say. Nothing else in the views is live, so a
+   * click is announced once. The policy chart and each learning curve are named with the numbers they draw. In
+   * JupyterLab the lab keeps its keys (no notebook shortcut fires from inside it). */
+  function summaryText(state) {
+    const names = state.names;
+    const probs = names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
+    const parts = [`Step ${state.steps}. Policy: ${probs}.`];
+    const group = state.group;
+    if (group !== null) {
+      const used = group.ratios !== null ? "used by the step" : "sampled";
+      const answers = names.flatMap((name, k) => {
+        const where = group.actions.flatMap((a, i) => (a === k ? [i] : []));
+        return where.length ? [`${name} ×${where.length} ${signed(group.advantages[where[0]])}`] : [];
+      });
+      parts.push(`Group of ${group.actions.length}, ${used}: mean reward ${fmt(state.stats.mean)}.`);
+      parts.push(
+        Math.max(...group.rewards) === Math.min(...group.rewards)
+          ? "No signal: all rewards equal, every advantage 0."
+          : `Advantages: ${answers.join(", ")}.`,
+      );
+      if (group.ratios !== null) parts.push(`Clip fraction ${fmt(state.stats.clip, 2)}, KL ${fmt(state.stats.kl)}.`);
+    }
+    return parts.join(" ");
+  }
+
+  function accessibleViews(el) {
+    const status = document.createElement("div");
+    status.className = "grpo-lab-summary grpo-sr-only";
+    status.setAttribute("role", "status");
+    status.setAttribute("aria-live", "polite");
+    status.setAttribute("aria-atomic", "true");
+    el.appendChild(status);
+    el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
+    // an attribute is written only when it changes (a redraw touches only what changed)
+    const label = (node, name, value) => {
+      if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+    };
+    return (state) => {
+      // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
+      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and
+      // the key does not bubble to the document, where JupyterLab listens.
+      const lab = el.closest(".grpo-lab");
+      if (lab && !lab.hasAttribute("data-lm-suppress-shortcuts")) {
+        lab.setAttribute("data-lm-suppress-shortcuts", "true");
+        lab.addEventListener("keydown", (event) => event.stopPropagation());
+      }
+      // the ledger scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
+      const ledger = el.querySelector(".grpo-ledger");
+      label(ledger, "tabindex", "0");
+      label(ledger, "aria-label", "Ledger, most recent first");
+      const policy = el.querySelector(".grpo-lab-policy svg");
+      const probs = state.names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
+      const ref = state.names.map((name, k) => `${name} ${fmt(state.ref_probs[k], 2)}`).join(", ");
+      label(policy, "aria-label", `Policy π over the answers: ${probs}. Reference π_ref: ${ref}.`);
+      el.querySelectorAll(".grpo-curve svg").forEach((svg) => {
+        const title = svg.querySelector(".grpo-panel-title").textContent;
+        const now = svg.querySelector(".grpo-value").textContent;
+        label(svg, "aria-label", `Learning curve of ${title} over ${state.steps} steps: now ${now}.`);
+      });
+      const [done, total] = state.progress;
+      const text = summaryText(state);
+      if (!(total && done < total) && status.textContent !== text) status.textContent = text;
+    };
   }
 
   /** Build the views inside ``el`` once, from the lab's spec (grpo_core.lab.spec); returns {update(state)},
@@ -286,6 +361,7 @@
     const attribute = (slot, name, value) => {
       if (slot.getAttribute(name) !== value) slot.setAttribute(name, value);
     };
+    const describe = accessibleViews(el);
     return {
       el,
       update(state) {
@@ -306,10 +382,11 @@
         text(slots.progressLabel, total ? `${done} / ${total} steps` : "");
         text(slots.engine, state.engine);
         text(slots.reproduce, replay(state.session, spec.knobs));
+        describe(state);
       },
     };
   }
 
   root.GRPOLab = root.GRPOLab || {};
-  root.GRPOLab.view = { mount, fmt, signed, replay };
+  root.GRPOLab.view = { mount, fmt, signed, replay, summaryText };
 })(globalThis);

@@ -1,0 +1,60 @@
+/* GRPO Companion: what an accessibility audit (axe-core, WCAG 2.1 A and AA; tests/test_site.py) finds in the
+ * markup of the theme and of the ipywidgets snapshots, on every page, fixed where the page is drawn.
+ *
+ * - The sidebar's <summary> toggles hold only an icon (pydata-sphinx-theme 0.17 builds them so; axe "summary-name",
+ *   as pytorch/pytorch_sphinx_theme#234 reports of the same markup): each is named after the page it opens.
+ * - The search button's name "Search" leaves out what it shows, "Search Ctrl+K" (axe
+ *   "label-content-name-mismatch"; the shortcut is the theme's, pydata/pydata-sphinx-theme#1499): its name is
+ *   what it shows.
+ * - The colour-mode button's icons carry titles ("Light", "Dark", "System Settings") that are not part of its
+ *   name "Color mode" (same rule): the icons lose their titles (the button's tooltip names it) and are hidden
+ *   from assistive technology, and the name says the mode.
+ * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
+ *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
+ *   drawn after the page loads, so this runs again whenever the article changes.
+ * Classic script, loaded by every page (html_js_files in _config.yml).
+ */
+(function () {
+  "use strict";
+
+  function nameSidebarToggles() {
+    document.querySelectorAll(".bd-sidebar-primary li > details > summary:not([aria-label])").forEach((summary) => {
+      const link = summary.closest("li").querySelector(":scope > a");
+      summary.setAttribute("aria-label", `Sections of ${link ? link.textContent.trim() : "this page"}`);
+    });
+  }
+
+  function nameThemeButtons() {
+    document.querySelectorAll(".search-button-field[aria-label]").forEach((button) => button.removeAttribute("aria-label"));
+    const mode = document.documentElement.dataset.mode || "auto";
+    const shown = { light: "light", dark: "dark", auto: "as the system is set" }[mode] || mode;
+    document.querySelectorAll(".theme-switch-button").forEach((button) => {
+      // Font Awesome turns each <i title> into an <svg> with a <title>, which axe counts as the button's text
+      button.querySelectorAll("i, svg").forEach((icon) => {
+        icon.removeAttribute("title");
+        icon.removeAttribute("aria-labelledby");
+        icon.setAttribute("aria-hidden", "true");
+        icon.querySelectorAll("title").forEach((title) => title.remove());
+      });
+      button.setAttribute("aria-label", `Color mode: ${shown}`);
+    });
+  }
+
+  function nameSliders(root) {
+    root.querySelectorAll(".widget-slider [role='slider']:not([aria-label])").forEach((handle) => {
+      const label = handle.closest(".widget-slider").querySelector(".widget-label");
+      const text = label ? label.textContent.trim() : "";
+      if (text) handle.setAttribute("aria-label", text);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    nameSidebarToggles();
+    nameThemeButtons();
+    nameSliders(document);
+    // the theme's toggle changes data-mode on <html>; the widget snapshots are drawn into the article later
+    new MutationObserver(nameThemeButtons).observe(document.documentElement, { attributeFilter: ["data-mode"] });
+    const main = document.getElementById("main-content") || document.body;
+    new MutationObserver(() => nameSliders(main)).observe(main, { childList: true, subtree: true });
+  });
+})();

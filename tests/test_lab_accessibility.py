@@ -1,0 +1,149 @@
+"""The live lab of the built §11 page for a screen reader and a keyboard, in headless Chromium.
+
+After three GRPO steps the page has no WCAG 2.1 A/AA violation (axe-core, light and dark, 1280 and 390 px: the
+audit of ``test_site.py``, with the lab's group table, chips and curves filled in). A step changes, once, a polite
+live region whose text, as the browser's accessibility tree exposes it, names the new probabilities of the four
+answers, the group's mean reward and advantages, the clip fraction and the KL; the charts are named with their
+numbers; every control has a name. The lab's own text is 12 px or more, and the page in dark mode is saved as a
+screenshot under ``_build/screenshots/site/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from site_browser import LAB_PAGE, SCREENSHOTS, TIMEOUT_MS
+from test_site import NARROW, audit
+
+LIVE = ".grpo-lab-live"
+
+
+@pytest.fixture(scope="module")
+def tab(browser):
+    """One tab for these tests, as a reader keeps one."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+def open_lab(page, site):
+    page.goto(site + LAB_PAGE, wait_until="load")
+    page.wait_for_selector(f"{LIVE} .grpo-lab-ledger li")
+
+
+def take_steps(page, steps: int = 3) -> None:
+    for _ in range(steps):
+        page.locator(f"{LIVE} button.grpo-lab-step").click()
+
+
+def test_axe_finds_no_wcag_violation_in_the_lab_after_three_steps(tab, site):
+    found = audit(tab, site, LAB_PAGE, before=take_steps)
+    assert tab.locator(f"{LIVE} .grpo-lab-step .grpo-card-value").inner_text() == "3", "the audit saw three steps"
+    violations = {f"{scheme} {width}px": rules for (scheme, width), rules in found.items() if rules}
+    assert violations == {}, "axe-core's violations: {rule: [(element, what fails)]}, by colour scheme and width"
+
+
+# Each change of the text of a live region of the lab (an explicit aria-live, or a role that is live by default:
+# status, alert, log, and <output>, whose role is status), recorded as it happens: [region's class, new text].
+WATCH = """() => {
+  window.spoken = [];
+  const live = '[aria-live], [role=status], [role=alert], [role=log], output';
+  for (const region of document.querySelectorAll(`.grpo-lab-live :is(${live})`)) {
+    new MutationObserver(() => window.spoken.push([region.className, region.textContent]))
+      .observe(region, { childList: true, characterData: true, subtree: true });
+  }
+}"""
+SUMMARY = "grpo-lab-summary grpo-sr-only"
+
+
+def status_text(page) -> str:
+    """The lab's summary as the accessibility tree exposes it: a polite status whose text is its content."""
+    status = page.locator(LIVE).get_by_role("status").and_(page.locator(".grpo-lab-summary"))
+    assert status.count() == 1
+    assert status.get_attribute("aria-live") == "polite"
+    return status.inner_text()
+
+
+def test_a_step_is_announced_once_with_the_new_probabilities(tab, site):
+    open_lab(tab, site)
+    lab = tab.locator(LIVE)
+    tab.evaluate(WATCH)
+    lab.locator("button.grpo-lab-step").click()
+    probs = tab.evaluate("() => GRPOLab.labs[0].run.probs")
+    said = status_text(tab)
+    for name, p in zip("ABCD", probs, strict=True):
+        assert f"{name} {p:.2f}" in said, f"the summary names P({name}) = {p:.2f}: {said!r}"
+    assert re.search(r"mean reward \d\.\d{3}", said) and "Clip fraction" in said and "KL" in said, said
+    assert re.search(r"Advantages: ([A-D] ×\d+ [+-]?\d\.\d\d(, )?)+\.", said) or "No signal" in said, said
+    assert tab.evaluate("() => window.spoken") == [[SUMMARY, said]], "one announcement per click"
+
+    lab.locator(".grpo-lab-steps input").fill("20")
+    assert tab.evaluate("() => window.spoken")[1:] == [], "a control that changes nothing said is not announced"
+
+    tab.evaluate("() => { window.spoken = []; }")
+    lab.locator("button.grpo-lab-run").click()
+    tab.wait_for_function(
+        "() => document.querySelector('.grpo-lab-live .grpo-lab-progress-label').textContent === '20 / 20 steps'"
+    )
+    spoken = tab.evaluate("() => window.spoken")
+    assert [region for region, _ in spoken] == [SUMMARY], "a run is announced once, at its end"
+    assert spoken[0][1].startswith("Step 21."), spoken
+
+
+def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):
+    open_lab(tab, site)
+    take_steps(tab, 1)
+    lab = tab.locator(LIVE)
+    probs = tab.evaluate("() => GRPOLab.labs[0].run.probs")
+    policy = lab.locator(".grpo-lab-policy svg").get_attribute("aria-label")
+    assert all(f"{name} {p:.2f}" in policy for name, p in zip("ABCD", probs, strict=True)), policy
+    curves = lab.locator(".grpo-curve svg")
+    labels = [curves.nth(i).get_attribute("aria-label") for i in range(curves.count())]
+    assert len(labels) == 5 and len(set(labels)) == 5, labels
+    assert all(re.search(r"now -?\d\.\d{3}\.$", label) for label in labels), labels
+    unnamed = tab.evaluate("""() => [...document.querySelectorAll(
+        '.grpo-lab-live input, .grpo-lab-live select, .grpo-lab-live button, .grpo-lab-live progress')]
+      .filter((e) => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim()
+        && !e.getAttribute('aria-labelledby'))
+      .map((e) => e.outerHTML.slice(0, 80))""")
+    assert unnamed == [], "controls without a name"
+
+
+LAB_TEXT_SIZES = """() => [...document.querySelectorAll('.grpo-lab *')]
+  .filter((e) => [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim()))
+  .filter((e) => e.getClientRects().length && !e.closest('svg, .grpo-sr-only, sub, sup'))
+  .map((e) => [e.textContent.trim().slice(0, 30), parseFloat(getComputedStyle(e).fontSize)])"""
+MIN_LAB_TEXT_PX = 12
+
+
+@pytest.mark.parametrize("width", [1280, NARROW])
+def test_the_lab_text_is_12_px_or_more(tab, site, width):
+    """The lab's HTML text, its sub- and superscripts aside as in any typeset formula (its charts are figures:
+    test_site.py holds their text to 9 px)."""
+    tab.set_viewport_size({"width": width, "height": 1000})
+    try:
+        open_lab(tab, site)
+        sizes = tab.evaluate(LAB_TEXT_SIZES)
+    finally:
+        tab.set_viewport_size({"width": 1280, "height": 1000})
+    assert len(sizes) > 50, "the live lab and the snapshot were measured"
+    small = sorted({(text, px) for text, px in sizes if px < MIN_LAB_TEXT_PX}, key=lambda s: s[1])
+    assert small == [], f"lab text smaller than {MIN_LAB_TEXT_PX} px at {width} px"
+
+
+@pytest.mark.parametrize("width", [1280, NARROW])
+def test_screenshot_of_the_lab_in_dark_mode(tab, site, width):
+    tab.emulate_media(color_scheme="dark")
+    tab.set_viewport_size({"width": width, "height": 1000})
+    try:
+        open_lab(tab, site)
+        take_steps(tab)
+        assert tab.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        tab.locator(LIVE).screenshot(path=str(SCREENSHOTS / f"lab-live-dark-{width}.png"))
+    finally:
+        tab.emulate_media(color_scheme="null")
+        tab.set_viewport_size({"width": 1280, "height": 1000})
