@@ -127,7 +127,8 @@ def baseline_cpu_env() -> dict[str, str]:
 
     NumPy: ``NPY_DISABLE_CPU_FEATURES`` names every feature group above its baseline that NumPy dispatches to and
     this CPU has (read from NumPy at run time; those the environment already disables stay disabled); its
-    OpenBLAS: ``OPENBLAS_CORETYPE=Nehalem``. torch: its own kernels at ``ATEN_CPU_CAPABILITY=default``; MKL
+    OpenBLAS: ``OPENBLAS_CORETYPE=Nehalem``, unless the machine already sets a core type (some set one because
+    OpenBLAS misdetects their CPU; that setting stays). torch: its own kernels at ``ATEN_CPU_CAPABILITY=default``; MKL
     (its BLAS) and oneDNN limited to SSE4.2 and SSE4.1.
     """
     from numpy._core._multiarray_umath import __cpu_baseline__, __cpu_dispatch__, __cpu_features__
@@ -136,7 +137,7 @@ def baseline_cpu_env() -> dict[str, str]:
     above = [name for name in __cpu_dispatch__ if name not in __cpu_baseline__]
     return {
         "NPY_DISABLE_CPU_FEATURES": " ".join(name for name in above if __cpu_features__[name] or name in disabled),
-        "OPENBLAS_CORETYPE": "Nehalem",
+        "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", "Nehalem"),
         "ATEN_CPU_CAPABILITY": "default",
         "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
         "ONEDNN_MAX_CPU_ISA": "SSE41",
