@@ -252,7 +252,7 @@
       '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
       '<div class="grpo-lab-status"><progress class="grpo-lab-progress" max="1" value="0"></progress>' +
       '<span class="grpo-lab-progress-label"></span></div>' +
-      '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · replay in Python: <code></code></div>'
+      '<div class="grpo-lab-reproduce"><span class="grpo-lab-engine"></span> · replay in Python: <code tabindex="0" role="region" aria-label="Python that replays this session"></code></div>'
     );
   }
 
