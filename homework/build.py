@@ -60,6 +60,8 @@ OTTER_PIN = "otter-grader==7.0.0"
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 LOCKED = {"deletable": False, "editable": False}
 GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "sheets.py")
+# np.allclose / torch.allclose / isclose broadcast: an answer of shape (0, 4) is "close" to any 4 numbers.
+BARE_CLOSE = re.compile(r"\b(?:all|is)close\(")
 
 
 def assignment_names() -> list[str]:
@@ -232,6 +234,10 @@ def portable_student_notebook(name: str, student: Path) -> None:
 def build(name: str, dist: Path, package: Path) -> list[str]:
     """Assign one homework and check its student version; return the leak findings."""
     master = master_notebook(name)
+    cases = [case["code"] for question in make_key(master)["questions"] for case in question["cases"]]
+    broadcasting = [code for code in cases if BARE_CLOSE.search(code)]
+    if broadcasting:
+        raise RuntimeError(f"{name}: a test compares with a bare allclose/isclose (it broadcasts):\n{broadcasting[0]}")
     out = assign(master, name, dist, package)
     return find_leaks(master, out / "student")
 

@@ -272,3 +272,45 @@ def test_hidden_tests_catch_a_plausible_mistake(dist, mistake, capsys):
     public_pass = all(passed for hidden, passed in cases if not hidden)
     assert public_pass == mistake["subtle"], "subtle mistakes pass the public tests, the others do not"
     capsys.readouterr()
+
+
+# ---------------------------------------------------------------- comparisons that do not broadcast
+
+# Answers that know nothing: arrays with a leading axis of length 0 (np.allclose broadcasts them against any
+# vector) and the policy a student could guess from the question's target.
+HW3_EMPTY_AND_GUESSED = """\
+import numpy as np
+
+def softmax(theta):
+    return np.zeros((0, 4))
+
+def log_softmax(theta):
+    return np.zeros((0, 4))
+
+def grpo_gradient(*args, **kwargs):
+    return np.zeros((0, 4))
+
+def grpo_step(*args, **kwargs):
+    return np.zeros((0, 4))
+
+def train(seed, **settings):
+    return np.array([0.0, 1.0, 0.0, 0.0])
+"""
+
+
+def test_empty_arrays_and_a_guessed_policy_earn_nothing_on_hw3(dist):
+    """Only q4's public check (a probability vector) may pass; every hidden case fails."""
+    name = "hw3-bandit-step"
+    notebook = nbformat.read(dist / name / "student" / f"{name}.ipynb", as_version=4)
+    notebook.cells = [*notebook.cells[1:], nbformat.v4.new_code_cell(HW3_EMPTY_AND_GUESSED)]  # 0: writes files
+    passed = {question: [hidden for hidden, ok in cases if ok] for question, cases in _cases(notebook, name).items()}
+    assert passed == {"q1": [], "q2": [], "q3": [], "q4": [False]}
+
+
+def test_build_refuses_a_bare_allclose_in_a_test(monkeypatch, tmp_path):
+    master = build.master_notebook("hw9-failure-modes")
+    (cell,) = [cell for cell in master.cells if "assert matches(" in cell.source]
+    cell.source = cell.source.replace("assert matches(", "assert np.allclose(")
+    monkeypatch.setattr(build, "master_notebook", lambda name: master)
+    with pytest.raises(RuntimeError, match="bare allclose"):
+        build.build("hw9-failure-modes", tmp_path, tmp_path / "unused")
