@@ -6,11 +6,14 @@ temporary git clone of the notebooks, so the checkout is never touched, and
 with empty user settings, so the reader's own JupyterLab settings cannot
 interfere. A reader opens a notebook, finds its answers folded and its math
 typeset, runs every cell, saves and closes it: afterwards ``git status`` must
-be clean. The file browser must list each notebook once.
+be clean. The file browser must list each notebook once. Every link of the
+rendered notebooks leads somewhere (the server's root is ``notebooks/``), and
+the browser's console shows no error of jupyterlab-myst's rendering.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -19,12 +22,14 @@ from pathlib import Path
 import jupytext
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_lab_browser import SERVER_START_S, api, jupyterlab_server, open_notebook, run_all_cells
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB_CONFIG = ROOT / "jupyterlab" / "jupyter_lab_config.py"
 NOTEBOOKS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.md"))
 READ = "04-group-relative-advantage"  # a notebook with folded answers and math in them
+LINKED = "06-clipped-surrogate-and-kl"  # a notebook with a link to one of its own sections
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 RUN_ALL_S = 240
 
@@ -124,15 +129,44 @@ ANSWERS = """() => {
 }"""
 
 
+# Every link of the rendered Markdown: where it leads and, for a link into the server (a file or a notebook), the
+# HTTP status of what it leads to (null for a link to another site or to an anchor of the page).
+LINKS = """async () => {
+  const anchors = [...document.querySelectorAll('.jp-MarkdownCell a[href]')];
+  return Promise.all(anchors.map(async (a) => {
+    const url = new URL(a.href, document.baseURI);
+    const local = url.origin === location.origin && !a.getAttribute('href').startsWith('#');
+    return {text: a.innerText, href: a.getAttribute('href'),
+            status: local ? (await fetch(url, {credentials: 'same-origin'})).status : null};
+  }));
+}"""
+# jupyterlab-myst's errors: JupyterLab's cell toolbar reading a rendered Markdown cell that jupyterlab-myst draws
+# itself (TypeError in _markdownOverlapsToolbar), and a link to a heading that has no explicit label.
+MYST_ERRORS = ("_markdownOverlapsToolbar", "heading reference")
+
+
+def close_notebook(page) -> None:
+    """File → Close All Tabs, and wait until no notebook is shown."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+    page.locator('.lm-Menu-item[data-command="application:close-all"]').click()
+    with contextlib.suppress(PlaywrightTimeout):  # a notebook only read, not saved: nothing to keep
+        page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
+    page.wait_for_selector(".jp-Notebook", state="detached", timeout=60_000)
+
+
 def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     base, token = reader_lab
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
     name = f"{READ}.md"
     try:
         open_notebook(page, base, token, name)
         page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
         rendered = page.evaluate(ANSWERS)
+        links = page.evaluate(LINKS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.locator(".jp-MarkdownCell details").first.scroll_into_view_if_needed()
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-answer.png")
@@ -146,9 +180,12 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
         outputs = page.locator(".jp-Notebook .jp-OutputArea-output").count()
         page.keyboard.press("Control+s")
         page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
-        page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
-        page.locator('.lm-Menu-item[data-command="application:close"]').click()
-        page.wait_for_selector(".jp-Notebook", state="detached", timeout=60_000)
+        close_notebook(page)
+        open_notebook(page, base, token, f"{LINKED}.md")  # its Markdown rendered, not run
+        page.wait_for_selector(".jp-MarkdownCell a[href]", state="attached", timeout=SERVER_START_S * 1000)
+        page.wait_for_timeout(2_000)  # jupyterlab-myst resolves the notebook's references once all cells are read
+        links += page.evaluate(LINKS)
+        close_notebook(page)  # the workspace (kept by the lab's config) would open it again in the next run
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-failure.png")
@@ -162,5 +199,10 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     assert rendered["directives"] == 0, "MyST directives shown as raw text"
     assert rendered["katex"] > 20 and rendered["dollars"] == 0, f"math is not typeset: {rendered}"
     assert outputs > 10, "Run All produced the notebook's outputs"
+    assert len(links) >= 5, f"the notebooks' links were not rendered: {links}"
+    broken = [link for link in links if link["status"] not in (None, 200)]
+    assert not broken, f"links that lead nowhere in JupyterLab (its root is notebooks/): {broken}"
+    myst_errors = [error for error in errors if any(sign in error for sign in MYST_ERRORS)]
+    assert not myst_errors, f"jupyterlab-myst's errors in the browser console: {myst_errors}"
     status = git(clone, "status", "--porcelain")
     assert status == "", f"opening, running and saving changed the clone:\n{status}\n{git(clone, 'diff')}"

@@ -7,14 +7,21 @@ form that both Jupyter Book and jupyterlab-myst render folded: an
 ``{admonition}`` with ``:class: dropdown``.
 """
 
+import posixpath
 import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from grpo_core.plotting import MAX_WIDTH
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
+# A link to a page of the book, as a notebook writes it (book/_ext/companion_book/links.py)
+BOOK_PAGE = f"{REPOSITORY['url']}/blob/{REPOSITORY['branch']}/book/"
+LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 SECTIONS = {
     "02-critic-cost": "§2",
     "03-problem-setup": "§3",
@@ -53,7 +60,23 @@ def test_names_and_links_its_chapter_section(name):
     first_lines = source(name).split("# ", 1)[1].splitlines()[:4]
     header = " ".join(first_lines)
     assert f"Accompanies Chapter 09, **{SECTIONS[name]} " in header
-    assert "](../book/intro.md)" in header
+    assert f"]({BOOK_PAGE}intro.md)" in header
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in NOTEBOOKS.glob("*.md")))
+def test_links_work_where_the_notebook_is_read(name):
+    """JupyterLab (``make lab``) serves notebooks/ only: a relative link must stay inside it (``../book/X.md`` is a
+    404 there). A link to a book page is its repository address, which the book makes a link to the page."""
+    for target in LINK_TARGET.findall(prose(source(name))):
+        if target.startswith(("http://", "https://", "#", "mailto:")):
+            assert not target.startswith(REPOSITORY["url"]) or target.startswith(BOOK_PAGE), (
+                f"{name}: {target} is in the repository but not a book page at {BOOK_PAGE}"
+            )
+            if target.startswith(BOOK_PAGE):
+                assert (ROOT / "book" / target.removeprefix(BOOK_PAGE)).is_file(), f"{name}: no page {target}"
+            continue
+        path = posixpath.normpath(target.split("#", 1)[0])
+        assert not path.startswith(".."), f"{name}: {target} leaves notebooks/, JupyterLab's root (404 in make lab)"
 
 
 @pytest.mark.parametrize("name", SECTIONS)
