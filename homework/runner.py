@@ -109,7 +109,10 @@ def _rebuild(body: dict, *, tensor: bool):
     items = [decode(item, MAX_DEPTH) for item in data]
     if not all(type(item) in (bool, int, float) for item in items):
         raise ValueError("an array holds numbers only")
-    array = numpy.array(items, dtype=dtype).reshape(shape)
+    try:
+        array = numpy.array(items, dtype=dtype).reshape(shape)
+    except OverflowError:
+        raise ValueError(f"an array holds a number out of {dtype}'s range") from None
     if not tensor:
         return array
     import torch
