@@ -27,6 +27,7 @@ import json
 from pathlib import Path
 
 import nbformat
+import numpy
 import pytest
 from homework_support import notebook, reference, shared_dist, sheets, with_cell, write
 
@@ -269,3 +270,20 @@ def test_no_process_outlives_an_unprivileged_jail(tmp_path):
             break
         time.sleep(0.1)
     assert done.stdout.strip() == "{'values': {}}" and left == []
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"])
+def test_a_number_out_of_its_dtypes_range_is_an_unreadable_answer(dtype):
+    """An answer's array or scalar whose number its dtype cannot hold (int64 and 2**63, uint8 and -1) is a value the
+    grader cannot read, as any other malformed answer: NumPy's OverflowError must not escape the checker (it
+    did: a grader error for the row). Every numeric dtype the runner sends, both ends of its range."""
+    from homework_support import checker, runner
+
+    info = numpy.iinfo(dtype) if dtype[0] in "iu" else None
+    numbers = [info.max + 1, info.min - 1] if info else [2**1100, -(2**1100)]  # an int no float can hold
+    for number in numbers:
+        for data in ({"scalar": [dtype, number]}, {"ndarray": {"dtype": dtype, "shape": [1], "data": [number]}}):
+            with pytest.raises(ValueError, match="out of its dtype's range"):
+                runner.decode(data)
+            (value,) = checker.student_values({"x": data}, ["x"], jail=None, seen=[]).values()
+            assert isinstance(value, checker.Unsupported)
