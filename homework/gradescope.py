@@ -4,7 +4,7 @@ It grades ``/autograder/submission`` as ``make grade`` grades one file: the note
 the jail (``grader/jail.py``), the key (``key.json``) and the comparison stay in this process, and
 ``/autograder/results/results.json`` gets two entries per question: its public test cases' points
 and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``
-(Gradescope's results format; a test hidden until publication also hides the submission's total).
+(Gradescope's results format, whose total score has no visibility of its own).
 """
 
 import json
