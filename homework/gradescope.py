@@ -2,8 +2,9 @@
 
 It grades ``/autograder/submission`` as ``make grade`` grades one file: the notebook's code runs in
 the jail (``grader/jail.py``), the key (``key.json``) and the comparison stay in this process, and
-``/autograder/results/results.json`` gets one entry per question. Hidden test cases show only
-whether they passed, once grades are published.
+``/autograder/results/results.json`` gets two entries per question: its public test cases' points
+and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``
+(Gradescope's results format, whose total score has no visibility of its own).
 """
 
 import json
@@ -40,15 +41,23 @@ def results(submission: Path) -> dict:
     if error:
         return {"score": 0, "output": error}
     tests = []
-    for question, possible in grade.points(key).items():
-        mine = [entry for entry in feedback if entry["question"] == question]
-        shown = [f"case {e['case']}: {'passed' if e['passed'] else e['message']}" for e in mine if not e["hidden"]]
-        hidden = [e for e in mine if e["hidden"]]
-        tests.append({"name": question, "score": scores[question], "max_score": possible, "output": "\n".join(shown)})
+    for question in key["questions"]:
+        mine = [entry for entry in feedback if entry["question"] == question["name"]]
+        public = [entry for entry in mine if not entry["hidden"]]
+        hidden = [entry for entry in mine if entry["hidden"]]
+        shown = [f"case {e['case']}: {'passed' if e['passed'] else e['message']}" for e in public]
+        tests.append(_entry(question, public, "\n".join(shown)) | {"visibility": "visible"})
         passed = sum(e["passed"] for e in hidden)
-        tests.append({"name": f"{question} (hidden)", "output": f"{passed} of {len(hidden)} hidden tests passed",
-                      "visibility": "after_published"})  # fmt: skip
+        output = f"{passed} of {len(hidden)} hidden tests passed"
+        tests.append(_entry(question, hidden, output, " (hidden)") | {"visibility": "after_published"})
     return {"score": sum(scores.values()), "tests": tests}
+
+
+def _entry(question: dict, cases: list[dict], output: str, suffix: str = "") -> dict:
+    """One results.json test: the points of ``cases`` (one question's public or hidden ones) and their output."""
+    score = question["points"] * sum(case["passed"] for case in cases)
+    return {"name": question["name"] + suffix, "score": score, "max_score": question["points"] * len(cases),
+            "output": output}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
   ``/dev/shm`` and as the working directory ``/work``;
 * limits set with ``prlimit`` before it starts: processes (``RLIMIT_NPROC``), address space per
   process, CPU seconds, file size, open files; and, from outside, a watchdog that kills the jail
-  when its processes together hold more than :data:`MEMORY` bytes or it outlives its wall time.
+  when its processes together hold more than :data:`MEMORY` bytes (resident memory plus the memfd
+  files they hold open or mapped) or it outlives its wall time.
 
 Run by an ordinary user, ``bwrap`` makes a user namespace (no privilege needed). Run as root,
 ``bwrap`` keeps only ``CAP_SETUID``/``CAP_SETGID`` for ``setpriv``, which makes the jail's
@@ -42,6 +43,9 @@ TMPFS = 256 * 2**20
 MAX_REPLY = 32 * 2**20
 UID_BASE = 65000  # 64000 + slot was the old sandbox's: a machine may still run it
 WORKDIR = "/submission"
+# bwrap's own environment (its --clearenv clears only the child's): run unprivileged, bwrap is the jail's PID 1, and
+# a student reads its /proc/1/environ. So it gets no variable of the grader's.
+ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 class JailError(RuntimeError):
@@ -100,7 +104,7 @@ class Jail:
         try:
             self.process = subprocess.Popen(
                 [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(write,), start_new_session=True,
+                pass_fds=(write,), start_new_session=True, env=ENVIRONMENT,
             )  # fmt: skip
         finally:
             os.close(write)
@@ -147,7 +151,8 @@ class Jail:
             chunk = self.replies.readline(MAX_REPLY + 1 - size)
             if not chunk:
                 self.process.wait()
-                raise JailError(self.broken or f"the notebook's process ended (exit status {self.process.returncode})")
+                # No exit status: the student's code chooses it, so it could carry a hidden test's input back.
+                raise JailError(self.broken or "the notebook's process ended before it answered")
             chunks.append(chunk)
             size += len(chunk)
             if chunk.endswith(b"\n"):
@@ -190,9 +195,31 @@ def processes_below(root: int) -> dict[int, int]:
 
 
 def memory_of(root: int) -> int:
-    return sum(processes_below(root).values())
+    """Bytes held by ``root`` and the processes below it: their resident memory and every memfd file (RAM that
+    is neither resident nor address space until mapped) that one of them holds open or mapped, each file once."""
+    below = processes_below(root)
+    files: dict[tuple[int, int], int] = {}
+    for pid in below:
+        for path in _memfd_paths(pid):
+            with contextlib.suppress(OSError):
+                info = os.stat(path)
+                files[info.st_dev, info.st_ino] = info.st_blocks * 512
+    return sum(below.values()) + sum(files.values())
+
+
+def _memfd_paths(pid: int) -> list[str]:
+    """``/proc`` paths that ``stat`` to each memfd file ``pid`` holds: its descriptors' and its mappings'."""
+    paths = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(entry.path).startswith("/memfd:"):
+                    paths.append(entry.path)
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
+        paths += [f"/proc/{pid}/map_files/{line.split()[0]}" for line in maps if " /memfd:" in line]
+    return paths
 
 
 if __name__ == "__main__":  # a quick look: python jail.py PYTHON CODE  (prints what CODE prints in a jail)
     argv = command(sys.argv[1], python_paths(sys.argv[1]), 0, 60)
-    subprocess.run([*argv[:-1], "-c", sys.argv[2]], check=False)
+    subprocess.run([*argv[:-1], "-c", sys.argv[2]], check=False, env=ENVIRONMENT)

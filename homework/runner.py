@@ -69,6 +69,13 @@ def _array(array, depth: int) -> dict:
 
 def decode(data: object, depth: int = 0) -> object:
     """The value :func:`encode` described, rebuilt from plain data; ValueError for anything else."""
+    try:
+        return _decoded(data, depth)
+    except OverflowError:  # NumPy's, for a number out of its dtype's range (int64 holds no 2**63)
+        raise ValueError("a number out of its dtype's range") from None
+
+
+def _decoded(data: object, depth: int) -> object:
     if depth > MAX_DEPTH:
         raise ValueError("nesting too deep")
     if data is None or type(data) in (bool, int, float, str):
@@ -79,16 +86,16 @@ def decode(data: object, depth: int = 0) -> object:
     if tag == "float" and body in ("nan", "inf", "-inf"):
         return float(body)
     if tag in ("list", "tuple", "set", "frozenset") and type(body) is list:
-        items = [decode(item, depth + 1) for item in body]
+        items = [_decoded(item, depth + 1) for item in body]
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
     if tag == "dict" and type(body) is list:
-        return {decode(k, depth + 1): decode(v, depth + 1) for k, v in _pairs(body)}
+        return {_decoded(k, depth + 1): _decoded(v, depth + 1) for k, v in _pairs(body)}
     if tag in ("ndarray", "tensor") and type(body) is dict:
         return _rebuild(body, tensor=tag == "tensor")
     if tag == "scalar" and type(body) is list and len(body) == 2 and body[0] in DTYPES:
         import numpy
 
-        return numpy.dtype(body[0]).type(decode(body[1], depth + 1))
+        return numpy.dtype(body[0]).type(_decoded(body[1], depth + 1))
     raise ValueError(f"not an encoded value: tag {tag!r}")
 
 

@@ -22,8 +22,9 @@ NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "applicat
 
 # The homework's files, in the order they are handed out: the first two start at once on the two workers (the
 # first builds the assignments, which the others share: tests/homework_support.py; the second builds its clean
-# environment meanwhile), the third goes to the worker that finishes first.
-HOMEWORK_FILES = ("test_homework.py", "test_grading_clean.py", "test_grading.py")
+# environment meanwhile), the third (the longest of the jailed ones) goes to the worker that finishes first, the
+# fourth (the red team's, about a third of its cost) to the other.
+HOMEWORK_FILES = ("test_homework.py", "test_grading_clean.py", "test_grading.py", "test_grading_redteam.py")
 # Test files whose tests share a module-scoped fixture too costly to build twice.
 ONE_WORKER_FILES = (*HOMEWORK_FILES, "test_lab_browser.py", "test_jupyterlab_reader.py")
 SITE_PAGE = re.compile(r"[\w/.-]+\.html")

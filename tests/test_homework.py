@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from homework_support import HOMEWORK, MISTAKES, NAMES, ROOT, build, checker, leaks, runner, shared_dist
+from homework_support import HOMEWORK, MISTAKES, NAMES, ROOT, build, checked, checker, leaks, shared_dist
 
 BIN = Path(sys.executable).parent
 # The shared build runs otter on every master: allow for a busy machine.
@@ -229,33 +229,10 @@ def test_leak_check_catches_a_hidden_test_embedded_in_the_student_notebook(dist,
 # ---------------------------------------------------------------- the hidden tests' power
 
 
-class InProcess:
-    """The jailed runner's part, played in this process (for notebooks we wrote: the reference solutions)."""
-
-    def ask(self, request: dict) -> dict:
-        if "cells" in request:
-            otter = sys.modules.get("otter")
-            try:
-                self.namespace = runner.run_cells(request["cells"])
-            finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
-                sys.modules.pop("otter")
-                if otter is not None:
-                    sys.modules["otter"] = otter
-            values = {name: runner.encode(self.namespace[name]) for name in request["names"] if name in self.namespace}
-            return json.loads(json.dumps({"values": values}))
-        return json.loads(json.dumps(runner.answer(request, self.namespace)))
-
-
 def _cases(notebook: nbformat.NotebookNode, name: str) -> dict[str, list[tuple[bool, bool]]]:
     """``{question: [(hidden, passed), ...]}`` of the notebook's code as the checker grades it."""
-    key = checker.make_key(build.master_notebook(name))
     cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-    _scores, feedback, error = checker.grade(key, cells, InProcess())
-    assert error == ""
-    results: dict[str, list[tuple[bool, bool]]] = {}
-    for entry in feedback:
-        results.setdefault(entry["question"], []).append((entry["hidden"], entry["passed"]))
-    return results
+    return checked(checker.make_key(build.master_notebook(name)), cells)
 
 
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m['assignment']}-{m['mistake']}" for m in MISTAKES])

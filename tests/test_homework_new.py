@@ -4,7 +4,8 @@ The homework tests parametrized over every assignment build each master with ``o
 check its student version for leaks and grade the reference solutions (full marks) and the
 untouched student notebook (0) with the grader, as a course would. Here, cheaply (no otter, no kernel: importing
 otter alone costs 8 CPU-s), each master's reference cells run in this process and every test case is
-scored as the grader scores it, one point each: the reference must earn full marks, the master with
+scored by the grader's own checker (``homework/checker.py``, the jail's part played in this process), one
+point each: the reference must earn full marks, the master with
 its solutions blanked as ``otter assign`` blanks them 0, and each plausible near-miss of
 tests/fixtures/homework/near_misses.toml exactly the points listed there. The hidden tests use only
 what a student's notebook can hand back as data (numbers, arrays, strings, dicts) and calls of the
@@ -16,21 +17,12 @@ assignment and cover every section from §2 to §12.
 from __future__ import annotations
 
 import ast
-import contextlib
-import importlib
 import re
-import sys
 import tomllib
-import warnings
-from pathlib import Path
 
 import nbformat
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-HOMEWORK = ROOT / "homework"
-sys.path.insert(0, str(HOMEWORK))
-build = importlib.import_module("build")
+from homework_support import ROOT, build, checked, checker
 
 NEW = [name for name in build.assignment_names() if int(re.match(r"hw(\d+)-", name)[1]) >= 5]
 NEAR_MISSES = tomllib.loads((ROOT / "tests" / "fixtures" / "homework" / "near_misses.toml").read_text())["near_miss"]
@@ -129,22 +121,8 @@ def blanked(source: str) -> str:
 
 
 def score(cells: list[str], master: nbformat.NotebookNode) -> dict[str, list[tuple[bool, bool]]]:
-    """``{question: [(hidden, passed), ...]}``: the cells run here, then each test case in their namespace."""
-    namespace: dict = {"__name__": "__main__"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for source in cells:
-            with contextlib.suppress(Exception):  # a broken cell ends, as in the grader
-                exec(compile(source, "<homework cell>", "exec"), namespace)
-        results: dict[str, list[tuple[bool, bool]]] = {}
-        for question, hidden, code in cases(master):
-            try:
-                exec(compile(code, "<test>", "exec"), dict(namespace))
-                passed = True
-            except Exception:  # any error fails the case
-                passed = False
-            results.setdefault(question, []).append((hidden, passed))
-    return results
+    """``{question: [(hidden, passed), ...]}``: ``cells`` scored by the grader's checker against the master's key."""
+    return checked(checker.make_key(master), cells)
 
 
 def points(results: dict[str, list[tuple[bool, bool]]]) -> dict[str, int]:
