@@ -301,7 +301,11 @@ def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades
     assert all("your code raised RuntimeError" in entry["message"] for entry in public if entry["question"] == "q1")
     assert all("message" not in entry for entry in exfiltrated["tests"] if entry["hidden"])
     (wrong,) = [record for record in records if record["file"] == "hw1-ddof1.ipynb"]
-    assert all(entry["passed"] for entry in wrong["tests"] if not entry["hidden"])
+    # the sample std fails a public check that teaches (unit population std): its message and the student's own
+    # values are shown; the hidden tests it fails say only that they failed
+    failed = [entry for entry in wrong["tests"] if not entry["passed"]]
+    assert [entry for entry in failed if not entry["hidden"] and "(your values: " in entry["message"]]
+    assert all("message" not in entry for entry in failed if entry["hidden"])
     (untouched,) = [record for record in records if record["file"] == "untouched/hw1-advantages/any-name.ipynb"]
     assert untouched["tests"][0]["message"] == (
         "one group of 4 rewards must give 4 advantages (your values: group_advantages(...) = None; "
