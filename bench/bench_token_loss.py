@@ -75,7 +75,15 @@ def trl_formula(per_token_logps, old_per_token_logps, ref_per_token_logps, advan
 
 def grpo_core_loss(logps, old_logps, ref_logps, advantages, mask, loss_type):
     return grpo_token_loss(
-        logps, old_logps, ref_logps, advantages, mask, eps_low=EPSILON, beta=BETA, loss_type=loss_type
+        logps,
+        old_logps,
+        ref_logps,
+        advantages,
+        mask,
+        eps_low=EPSILON,
+        beta=BETA,
+        loss_type=loss_type,
+        max_completion_length=TOKENS,
     )
 
 

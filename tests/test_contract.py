@@ -70,7 +70,9 @@ def test_the_token_loss_ignores_whatever_sits_at_masked_positions(batch, length,
             return torch.where(keep, x, torch.tensor(garbage))
 
         leaf = dirty(logps).requires_grad_()
-        loss, metrics = grpo_token_loss(leaf, dirty(old), dirty(ref), adv, mask, beta=beta, loss_type=loss_type)
+        loss, metrics = grpo_token_loss(
+            leaf, dirty(old), dirty(ref), adv, mask, beta=beta, loss_type=loss_type, max_completion_length=length
+        )
         loss.backward()
         return loss.detach(), leaf.grad, metrics
 

@@ -283,6 +283,7 @@ def test_token_loss_options_match_trl(batch, length, loss_type, level, estimator
         kl_estimator=estimator,
         delta=delta,
         importance_sampling_level=level,
+        max_completion_length=length,
     )
     (our_grad,) = torch.autograd.grad(ours, logps)
     theirs, trl_metrics = trl_loss(

@@ -89,10 +89,13 @@ def test_dapo_divides_by_the_global_token_count():
     assert float(loss) == pytest.approx(2 / 12)  # token sum 2 over the 12 tokens of all processes
 
 
-def test_dr_grpo_constant_defaults_to_the_padded_width():
+def test_dr_grpo_needs_its_configured_length():
+    """No default: the padded width T is the batch's longest completion, not the configured L_max (notebooks 09, 10)."""
     logps, old, adv, mask = two_completions()
-    loss, _ = grpo_token_loss(logps, old, None, adv, mask, beta=0.0, loss_type="dr_grpo")
-    assert float(loss) == pytest.approx(2 / (2 * 4))
+    with pytest.raises(ValueError, match="max_completion_length is required"):
+        grpo_token_loss(logps, old, None, adv, mask, beta=0.0, loss_type="dr_grpo")
+    loss, _ = grpo_token_loss(logps, old, None, adv, mask, beta=0.0, loss_type="dr_grpo", max_completion_length=8)
+    assert float(loss) == pytest.approx(2 / (2 * 8))
 
 
 def test_clipped_and_kl_golden_by_hand():

@@ -29,9 +29,9 @@ terms are averaged — the source of length bias's per-token weights (§9):
 ``"dr_grpo"``
     sum over all tokens / (B × ``max_completion_length``), a constant
     (Dr. GRPO, Liu et al. 2025): every token weighs :math:`1/(B\,L_\mathrm{max})`.
-    Pass ``max_completion_length``: its default, the padded width ``T``, is the
+    ``max_completion_length`` is required: the padded width ``T`` would be the
     longest completion that happened to be drawn, which changes from batch to
-    batch, so the "constant" is then not one.
+    batch, so the "constant" would not be one.
 ``"dapo"``
     sum / number of tokens in the *global* batch (DAPO, Yu et al. 2025). On
     one process it equals "bnpo"; a trainer that splits a batch over processes
@@ -112,7 +112,9 @@ def _options(
     choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
     num_tokens, longest = lengths.sum(), int(lengths.max())
     if max_completion_length is None:
-        max_completion_length = width
+        if loss_type == "dr_grpo":  # the padded width would make the constant depend on the batch
+            raise ValueError('max_completion_length is required with loss_type="dr_grpo" (the configured L_max)')
+        max_completion_length = width  # unused by the other loss types
     max_completion_length = positive_int(max_completion_length, "max_completion_length", maximum=MAX_TOKENS)
     if loss_type == "dr_grpo" and max_completion_length < longest:
         raise ValueError(
@@ -173,8 +175,8 @@ def grpo_token_loss(
     loss_type : {"grpo", "bnpo", "dr_grpo", "dapo"}, see the module docstring.
     max_completion_length : the constant :math:`L_\mathrm{max}` of "dr_grpo", the *configured*
         maximum completion length (TRL's ``max_completion_length``); it must be at
-        least the longest completion. The default, the padded width ``T`` of this
-        batch, is kept for one-off calls but is not Dr. GRPO's constant: set it.
+        least the longest completion. Required with "dr_grpo" (no default: the padded
+        width ``T`` of a batch is not Dr. GRPO's constant); unused by the other types.
     num_items_in_batch : the token count of the global batch, for "dapo"
         (default: the tokens of this batch); at least the tokens of this batch.
     kl_estimator : {"k3", "k3_ratio", "k3_plus"}
