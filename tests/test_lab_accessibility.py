@@ -110,6 +110,10 @@ def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):
         && !e.getAttribute('aria-labelledby'))
       .map((e) => e.outerHTML.slice(0, 80))""")
     assert unnamed == [], "controls without a name"
+    groups = lab.locator("[role=group]")
+    assert groups.count() and all(groups.nth(i).get_attribute("aria-label") for i in range(groups.count())), (
+        "a group of controls without a name"
+    )
 
 
 LAB_TEXT_SIZES = """() => [...document.querySelectorAll('.grpo-lab *')]

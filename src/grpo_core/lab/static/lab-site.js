@@ -113,7 +113,7 @@
         this.controls[name] = input;
       };
       const toggle = (knob, value) => {
-        const group = html("div", { class: `grpo-toggle grpo-lab-${knob.name}`, role: "group" });
+        const group = html("div", { class: `grpo-toggle grpo-lab-${knob.name}`, role: "group", "aria-label": knob.label });
         this.toggles = knob.options.map(([label, option]) => {
           const el = button(label, "", () => this.configure(knob.name, option), `${label} advantages`);
           el.dataset.value = option;
