@@ -97,20 +97,24 @@ def used_names(key: dict) -> list[str]:
     return sorted(read & set(key["student_names"]))
 
 
-_references: dict[int, dict] = {}
+_references: dict[tuple[str, ...], dict] = {}  # by the setup cells' sources, which make the namespace
 _reference_lock = threading.Lock()
 
 
 def reference(key: dict) -> dict:
-    """The namespace of the master's setup cells, run once per key in this (the trusted) process."""
+    """The namespace of the master's setup cells, run once per set of setup cells in this (the trusted) process.
+
+    Cached by the cells' sources, not by ``id(key)``: a key that is freed leaves its id to the next object, and
+    the next key would have been checked against another master's namespace."""
+    setup = tuple(key["setup"])
     with _reference_lock:
-        if id(key) not in _references:
+        if setup not in _references:
             namespace = {"__name__": "__reference__", "__builtins__": builtins}
             with contextlib.redirect_stdout(io.StringIO()):
-                for source in key["setup"]:
+                for source in setup:
                     exec(compile(source, "<master>", "exec"), namespace)
-            _references[id(key)] = namespace
-        return _references[id(key)]
+            _references[setup] = namespace
+        return _references[setup]
 
 
 class StudentFunction:

@@ -229,6 +229,19 @@ def test_leak_check_catches_a_hidden_test_embedded_in_the_student_notebook(dist,
 # ---------------------------------------------------------------- the hidden tests' power
 
 
+def test_a_masters_namespace_follows_its_setup_cells_not_the_keys_address():
+    """The checker runs a master's setup once per process. Cached by ``id(key)``, a freed key's address went to the
+    next key, which was then checked against the other master's namespace (a reference solution failed hw3's
+    tests at random, depending on which test ran before it)."""
+    first = {"setup": ["x = 1"]}
+    address = id(first)
+    assert checker.reference(first)["x"] == 1
+    del first
+    keys = [{"setup": [f"x = {n}"]} for n in range(2, 200)]
+    assert any(id(key) == address for key in keys), "no key took the freed address: the test shows nothing"
+    assert [checker.reference(key)["x"] for key in keys] == list(range(2, 200))
+
+
 def _cases(notebook: nbformat.NotebookNode, name: str) -> dict[str, list[tuple[bool, bool]]]:
     """``{question: [(hidden, passed), ...]}`` of the notebook's code as the checker grades it."""
     cells = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
