@@ -25,10 +25,11 @@ and ``otter assign`` (the master's config names both) writes into ``DIST/NAME/``
   grades the same on Gradescope, in ``otter grade``'s container and with
   ``grade.py``.
 
-``otter assign`` grades the solutions notebook itself and fails unless it earns
-full marks; afterwards :func:`leaks.find_leaks` must find nothing in
-``student/``. Every assignment is attempted; if any fails, the build lists why
-and exits non-zero.
+``otter assign`` (run in this process: importing otter costs more than assigning)
+grades the solutions notebook itself and fails unless it earns full marks;
+afterwards :func:`leaks.find_leaks` must find nothing in ``student/``. Every
+assignment is attempted (``--jobs`` processes at once); if any fails, the build
+lists why and exits non-zero.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
+from itertools import repeat
 from pathlib import Path
 
 import jupytext
@@ -55,7 +57,6 @@ from leaks import find_leaks
 
 HOMEWORK = Path(__file__).resolve().parent
 ROOT = HOMEWORK.parent
-OTTER = Path(sys.executable).with_name("otter")
 OTTER_PIN = "otter-grader==7.0.0"
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 LOCKED = {"deletable": False, "editable": False}
@@ -139,8 +140,13 @@ def requirements(name: str, master: nbformat.NotebookNode) -> list[str]:
 def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, *, run_tests: bool = True) -> Path:
     """Run ``otter assign`` on ``master`` into ``dist/name`` (replaced); return that directory.
 
-    ``package`` is the ``grpo_core`` directory shipped in the autograder zip.
+    ``package`` is the ``grpo_core`` directory shipped in the autograder zip. Otter runs in this process (its
+    import costs 3 to 8 CPU-s, an assignment 0.1 s); it changes the working directory while it runs, so one
+    process assigns one master at a time. ``run_tests``: otter also grades the solutions notebook, with its own
+    tests in a kernel of its own, and fails unless it earns full marks.
     """
+    from otter.assign import main as otter_assign
+
     out = dist / name
     shutil.rmtree(out, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix=f"{name}-master-") as scratch:
@@ -149,10 +155,10 @@ def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, 
         pinned = requirements(name, master)
         (Path(scratch) / "requirements.txt").write_text("\n".join(pinned) + "\n")
         shutil.copytree(package, Path(scratch) / "grpo_core")
-        command = [str(OTTER), "assign", "--no-pdfs", *([] if run_tests else ["--no-run-tests"])]
-        done = subprocess.run([*command, str(master_path), str(out)], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"otter assign failed for {name}:\n{done.stdout}\n{done.stderr}")
+        try:
+            otter_assign(str(master_path), str(out), no_pdfs=True, no_run_tests=not run_tests)
+        except Exception as error:  # otter's own (a test that fails on the solutions: RuntimeError)
+            raise RuntimeError(f"otter assign failed for {name}: {type(error).__name__}: {error}") from error
     zips = list((out / "autograder").glob("*.zip"))
     if len(zips) != 1:
         raise RuntimeError(f"otter assign wrote {len(zips)} autograder zips for {name}, expected 1")
@@ -231,14 +237,14 @@ def portable_student_notebook(name: str, student: Path) -> None:
     shutil.rmtree(student / "tests")
 
 
-def build(name: str, dist: Path, package: Path) -> list[str]:
+def build(name: str, dist: Path, package: Path, *, run_tests: bool = True) -> list[str]:
     """Assign one homework and check its student version; return the leak findings."""
     master = master_notebook(name)
     cases = [case["code"] for question in make_key(master)["questions"] for case in question["cases"]]
     broadcasting = [code for code in cases if BARE_CLOSE.search(code)]
     if broadcasting:
         raise RuntimeError(f"{name}: a test compares with a bare allclose/isclose (it broadcasts):\n{broadcasting[0]}")
-    out = assign(master, name, dist, package)
+    out = assign(master, name, dist, package, run_tests=run_tests)
     return find_leaks(master, out / "student")
 
 
@@ -254,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"no master homework/NAME/NAME.md for: {', '.join(unknown)}")
     with tempfile.TemporaryDirectory(prefix="grpo-core-") as scratch:
         package = package_grpo_core(Path(scratch))
-        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            built = pool.map(lambda name: _try_build(name, args.dist, package), names)
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            built = pool.map(_try_build, names, repeat(args.dist), repeat(package))
             results = dict(zip(names, built, strict=True))
     failed = False
     for name, problems in results.items():

@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -35,16 +34,18 @@ NAMES = build.assignment_names()
 
 
 def shared_dist(tmp_path_factory) -> Path:
-    """Every assignment built by ``otter assign`` (which grades its own solutions), once per test run: the first
-    test process that asks builds it under a file lock in the run's shared temporary folder, the others reuse it."""
+    """Every assignment built by ``otter assign``, once per test run: the first test process that asks builds it
+    (in that process, one assignment after the other: ``build.assign``) under a file lock in the run's shared
+    temporary folder, the others reuse it. Otter's own run of its tests on the solutions notebook (a kernel per
+    assignment, most of ``make homework``'s time) is left out: tests/test_grading_clean.py grades every reference
+    solution with the zip's own grader, and tests/test_homework.py runs every public test with otter on them."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     out, done = shared / "homework-dist", shared / "homework-dist.done"
     with FileLock(str(shared / "homework-dist.lock")):
         if not done.exists():
             package = build.package_grpo_core(shared / "homework-package")
-            with ThreadPoolExecutor(max_workers=2) as pool:
-                findings = dict(zip(NAMES, pool.map(lambda name: build.build(name, out, package), NAMES), strict=True))
+            findings = {name: build.build(name, out, package, run_tests=False) for name in NAMES}
             assert findings == {name: [] for name in NAMES}, findings
             done.touch()
     return out

@@ -1,12 +1,18 @@
 """Grading in jails: the honest set scores exactly, and no hostile submission gains a point or touches anything.
 
-One call of ``homework/grade.py`` grades a folder that mixes every assignment: the reference solutions, the
-untouched student notebooks, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
+One call of ``homework/grade.py`` grades a folder that mixes assignments: reference solutions (hw1's as a notebook
+with a written answer, hw2's as the zip its export cell makes, hw3's under a kernel of another name), hw1's
+untouched student notebook, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
 exactly the points listed there), malformed files, odd and colliding names, a symlink, and one hostile
 submission per attack class of issue #24. Each hostile test says the score it must get; every one of them also
 requires that nothing outside the grader's output folder changed (no marker file written anywhere, the
 repository's ``git status`` as before, no process of a jail's user left). A later run (a late submission, an
 endless loop under a short ``--timeout``) must keep every row of the first.
+
+Each property is graded once: every assignment's reference solutions earn full marks with the zip's own grader
+(tests/test_grading_clean.py: the same key, checker and jail) and every untouched student notebook scores zero
+(tests/test_homework.py, its cells run by the grader's runner in the test process); here only the rows that test
+what ``grade.py`` adds (sheets, roster, feedback, written answers, names, limits) get a jail.
 
 Bombs are graded by ``grade.py`` in a process held by a safety cap above the jail's own limits (16 GiB of address
 space, 15 minutes): a fork bomb, a memory bomb across processes, one in a single process, a disk bomb, a process
@@ -29,7 +35,6 @@ import pytest
 from homework_support import (
     HOMEWORK,
     MARKERS,
-    NAMES,
     WRONG,
     full_marks,
     grade,
@@ -164,19 +169,14 @@ LONG_NAME = "a" * 240 + ".ipynb"
 
 
 def _submission_folder(dist: Path, folder: Path) -> None:
-    """References, untouched and wrong submissions, strays, malformed, odd names and hostile files."""
-    for name in NAMES:
-        solved = reference(dist, name)
-        if name == "hw1-advantages":
-            (answer,) = [c for c in solved.cells if "manual-answer" in c.metadata.get("tags", [])]
-            answer.source = WRITTEN_ANSWER
-        if name == "hw2-clip-kl":  # a zip, as the notebook's export cell makes it
-            (folder / "solutions").mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(folder / "solutions" / f"{name}.zip", "w") as archive:
-                archive.writestr(f"{name}.ipynb", nbformat.writes(solved))
-        else:
-            write(solved, folder / "solutions" / f"{name}.ipynb")
-        write(notebook(dist, name, "student"), folder / "untouched" / name / "any-name.ipynb")
+    """References, an untouched and the wrong submissions, strays, malformed, odd names and hostile files."""
+    solved = reference(dist, "hw1-advantages")
+    (answer,) = [c for c in solved.cells if "manual-answer" in c.metadata.get("tags", [])]
+    answer.source = WRITTEN_ANSWER
+    write(solved, folder / "solutions" / "hw1-advantages.ipynb")
+    with zipfile.ZipFile(folder / "solutions" / "hw2-clip-kl.zip", "w") as archive:  # as the export cell makes it
+        archive.writestr("hw2-clip-kl.ipynb", nbformat.writes(reference(dist, "hw2-clip-kl")))
+    write(notebook(dist, "hw1-advantages", "student"), folder / "untouched" / "hw1-advantages" / "any-name.ipynb")
     for fixture in WRONG:
         write(wrong_submission(dist, fixture), folder / fixture["file"])
     write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import grpo_core")]), folder / "stray.ipynb")
@@ -248,13 +248,13 @@ def test_nothing_outside_the_output_folder_changed(graded):
     assert before == after == ([False] * len(MARKERS), before[1], [])
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_reference_solutions_score_full_marks(grades, name):
-    full_marks(grades[f"solutions/{name}.zip" if name == "hw2-clip-kl" else f"solutions/{name}.ipynb"], name)
+@pytest.mark.parametrize("file", ["solutions/hw1-advantages.ipynb", "solutions/hw2-clip-kl.zip"])
+def test_reference_solutions_score_full_marks(grades, file):
+    full_marks(grades[file], Path(file).stem)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_untouched_student_notebook_scores_zero_everywhere(grades, name):
+def test_untouched_student_notebook_scores_zero(grades):
+    name = "hw1-advantages"
     row = grades[f"untouched/{name}/any-name.ipynb"]
     assert row["sheet"] == name and row["error"] == ""
     assert scores(row, name) == dict.fromkeys(questions(name), 0.0)
@@ -363,8 +363,8 @@ def test_outputs_are_private_to_the_grader(graded):
 def test_roster_feedback_and_written_answers(graded, grades):
     out = graded[0]
     assert grades["solutions/hw1-advantages.ipynb"]["student_id"] == "S-001"
-    assert grades["untouched/hw3-bandit-step/any-name.ipynb"]["student_id"] == "S-002"
-    assert grades["solutions/hw3-bandit-step.ipynb"]["student_id"] == ""
+    assert grades["untouched/hw1-advantages/any-name.ipynb"]["student_id"] == "S-002"
+    assert grades["custom-kernel.ipynb"]["student_id"] == ""
     records = [json.loads(path.read_text()) for path in (out / "feedback" / "hw1-advantages").iterdir()]
     (feedback,) = [record for record in records if record["file"] == "solutions/hw1-advantages.ipynb"]
     assert feedback["student_id"] == "S-001" and feedback["written_answers"] == [WRITTEN_ANSWER]

@@ -20,7 +20,19 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from homework_support import HOMEWORK, MISTAKES, NAMES, ROOT, build, checked, checker, leaks, shared_dist
+from homework_support import (
+    HOMEWORK,
+    MISTAKES,
+    NAMES,
+    ROOT,
+    build,
+    checked,
+    checker,
+    grade,
+    leaks,
+    reference,
+    shared_dist,
+)
 
 BIN = Path(sys.executable).parent
 # The shared build runs otter on every master: allow for a busy machine.
@@ -163,6 +175,39 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(dist, name):
         [f"{name}.ipynb", "requirements.txt"]
     )
     assert not any("grpo_core" in cell.source for cell in student.cells if cell.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_public_tests_pass_with_otter_on_the_reference_solutions(dist, name, tmp_path, monkeypatch):
+    """What ``otter assign`` checks when it runs its tests on the solutions (the shared build leaves that run out):
+    in the student notebook filled with the reference answers, otter's own ``grader.check`` passes every public
+    test of every question, as in a student's kernel. The cells run in this process, in order, from the notebook's
+    folder (its first cell writes the tests there, and otter looks for the notebook there); the cells that call the
+    grader are left to the checks here."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    monkeypatch.chdir(tmp_path)
+    solved = reference(dist, name)
+    nbformat.write(solved, tmp_path / f"{name}.ipynb")
+    namespace: dict = {"__name__": "__main__"}
+    for cell in solved.cells:
+        if cell.cell_type == "code" and not re.search(r"^grader\.", cell.source, re.MULTILINE):  # check, export
+            exec(compile(TransformerManager().transform_cell(cell.source), "<cell>", "exec"), namespace)
+    grader = namespace["grader"]
+    results = {question: grader.check(question, namespace) for question in questions(build.master_notebook(name))}
+    assert sorted(path.stem for path in (tmp_path / build.tests_folder(name)).glob("*.py")) == sorted(results)
+    failed = {question: result.summary() for question, result in results.items() if not result.passed_all}
+    assert not failed and all(result.test_cases for result in results.values())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_untouched_student_notebook_scores_zero_everywhere(dist, name):
+    """The student notebook as shipped earns no point: the code grading runs of it, run by the grader's runner in
+    this process, scored by its checker against the zip's key (tests/test_grading.py grades hw1's in a jail)."""
+    student = grade.parse_notebook((dist / name / "student" / f"{name}.ipynb").read_bytes())
+    results = checked(checker.load_key(dist / name / "autograder" / "key.json"), grade.code_sources(student))
+    assert list(results) == list(questions(build.master_notebook(name)))
+    assert [case for cases in results.values() for case in cases if case[1]] == []
 
 
 def _broken_master(name: str, question: str, mutate) -> nbformat.NotebookNode:
