@@ -1,9 +1,10 @@
 """The autograder zip anywhere, and the jail without root.
 
-* The zip's run script (``run_otter.py``, what Gradescope runs) grades the reference solutions and the wrong
-  submissions of every assignment with the scores ``make grade`` gives, in a virtual environment built from the
-  zips' own ``requirements.txt`` (one for all four: their requirements differ only by torch), without this
-  project installed: the key's tests import ``grpo_core`` from the zip.
+* The zip's run script (``run_otter.py``, what Gradescope runs) of every assignment gives its reference solutions
+  full marks, and one wrong submission exactly the points it loses with ``make grade``, in a virtual environment
+  built from the zips' own ``requirements.txt`` (one for all: their requirements differ only by torch), without
+  this project installed: the key's tests import ``grpo_core`` from the zip. (The other wrong submissions lose
+  their points in tests/test_grading.py, with the same key, checker and jail.)
 * ``jail.py`` run by an ordinary user (uid 65534) with the system's Python: bubblewrap needs no privilege.
 """
 
@@ -24,7 +25,6 @@ import pytest
 from homework_support import (
     HOMEWORK,
     NAMES,
-    ROOT,
     WRONG,
     questions,
     reference,
@@ -34,14 +34,17 @@ from homework_support import (
 )
 
 pytestmark = pytest.mark.timeout(1800)
-# The pip that builds the clean environment, pinned with the project's: a grading service runs a current pip.
-PIP = next(line for line in (ROOT / "requirements.txt").read_text().splitlines() if line.startswith("pip=="))
 
 
 @pytest.fixture(scope="module")
 def clean_python(tmp_path_factory) -> Path:
     """A virtual environment holding only what the autograder zips require (no grpo_core, no project), built
-    from the masters' requirements as ``build.py`` writes them into the zips (so it needs no build first)."""
+    from the masters' requirements as ``build.py`` writes them into the zips (so it needs no build first).
+
+    The project's pip (pinned: a grading service runs a current pip) installs them into a venv made without a pip
+    of its own, leaving each module's bytecode to its first import, as ``make venv`` does (compiling every module
+    of torch up front was most of pip's CPU time); then what the grader and the jails import is imported once, as
+    ``grade.py`` does: a jail sees the environment read-only and could not keep the bytecode it compiles."""
     from homework_support import build
 
     home = tmp_path_factory.mktemp("clean-env")
@@ -49,13 +52,13 @@ def clean_python(tmp_path_factory) -> Path:
     for name in NAMES:
         lines += [line for line in build.requirements(name, build.master_notebook(name)) if line not in lines]
     (home / "requirements.txt").write_text("\n".join(lines) + "\n")
-    subprocess.run([sys.executable, "-m", "venv", str(home / "venv")], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(home / "venv")], check=True)
     python = home / "venv" / "bin" / "python"
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
     env["PIP_RETRIES"] = "0"  # where the PyTorch CPU index is unreachable, fail over to the other indexes at once
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
-    subprocess.run([*pip, PIP], check=True, env=env)
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-compile"]
     subprocess.run([*pip, "-r", str(home / "requirements.txt")], check=True, env=env)
+    subprocess.run([str(python), "-c", "import nbformat, numpy, torch"], check=True, env=env, cwd=home)
     return python
 
 
@@ -80,7 +83,8 @@ def test_the_zip_grades_the_same_in_a_clean_environment(clean_python, dist, tmp_
     probe = subprocess.run([str(clean_python), "-c", "import grpo_core"], capture_output=True, env=env, cwd=tmp_path)
     assert probe.returncode != 0, "the clean environment must not hold the project"
     cases = [(name, reference(dist, name), questions(name)) for name in NAMES]
-    cases += [(f["assignment"], wrong_submission(dist, f), f["scores"]) for f in WRONG]
+    (wrong,) = [fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb"]
+    cases.append((wrong["assignment"], wrong_submission(dist, wrong), wrong["scores"]))
 
     def graded(number: int) -> dict:
         name, submission, _ = cases[number]
