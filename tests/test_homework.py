@@ -1,10 +1,12 @@
 """The homework masters, ``otter assign``, the leak check, and the power of the hidden tests.
 
-Every assignment is built once per test run (``homework_support.shared_dist``, with ``otter assign`` grading its
-own solutions, as ``make homework`` does). The leak check is proven on masters broken on purpose. A list of
-plausible mistakes is graded in-process by the same checker that grades submissions (``homework/checker.py``; the
-notebook's cells run here instead of in a jail): each must fail a hidden test. Grading itself, in jails, is tested
-by tests/test_grading.py and tests/test_grading_clean.py.
+Every assignment is built once per test run (``homework_support.shared_dist``, as ``make homework`` does but for
+otter's own run of its tests on the solutions: here otter's ``grader.check`` runs every public test on them in this
+process, and the zips grade them in tests/test_grading_clean.py). The leak check is proven on masters broken on
+purpose. A list of plausible mistakes, and every untouched student notebook, is graded in-process by the same
+checker that grades submissions (``homework/checker.py``; the notebook's cells run here instead of in a jail): each
+mistake must fail a hidden test, an untouched notebook earns nothing. Grading itself, in jails, is tested by
+tests/test_grading.py and tests/test_grading_clean.py.
 """
 
 from __future__ import annotations
