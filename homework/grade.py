@@ -53,7 +53,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import checker
-from jail import Jail, command, python_paths
+from jail import Jail, python_paths
 from sheets import Sheet
 
 HOMEWORK = Path(__file__).resolve().parent
@@ -307,7 +307,7 @@ class Grader:
         self.lock = threading.Lock()
 
     def jail(self, slot: int) -> Jail:
-        return Jail(command(self.python, self.paths, slot, int(self.timeout) + 1), self.timeout)
+        return Jail(self.python, self.paths, slot, self.timeout)
 
     def grade_one(self, path: Path, folder: Path) -> tuple[Row, list[dict], list[str]]:
         """Grade one file; every failure becomes the row's error, never an exception."""

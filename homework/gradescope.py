@@ -18,7 +18,7 @@ sys.path[:0] = [str(SOURCE / "grader"), str(SOURCE / "files")]  # our scripts; g
 
 import checker
 import grade
-from jail import Jail, command, python_paths
+from jail import Jail, python_paths
 
 TIMEOUT = 600
 SLOT = 63  # as root, the jail's user is 65063: not one of make grade's (65000 + job slot) on a shared machine
@@ -33,7 +33,7 @@ def results(submission: Path) -> dict:
         notebook = grade.parse_notebook(grade.read_bytes(found[0]))
     except (ValueError, OSError) as error:
         return {"score": 0, "output": f"unreadable submission: {error}"}
-    jail = Jail(command(sys.executable, python_paths(sys.executable), SLOT, TIMEOUT + 1), TIMEOUT)
+    jail = Jail(sys.executable, python_paths(sys.executable), SLOT, TIMEOUT)
     try:
         scores, feedback, error = checker.grade(key, grade.code_sources(notebook), jail)
     finally:
