@@ -11,9 +11,9 @@ inside is read) is matched to its assignment by the name otter stores in it
 member over :data:`MAX_BYTES`, a notebook that does not parse or names no known assignment — gets
 a row in ``unmatched.csv`` saying why. Sizes are checked before anything is read.
 
-Each notebook's code runs in a jail (``jail.py``: bubblewrap, no network, limits) with the Python
-environment of ``--python``; the jail returns answers as data and ``checker.py`` scores them in
-this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
+Each notebook's code runs in a jail (``jail.py``: bubblewrap, seccomp, no network, limits) with
+the Python environment of ``--python``; the jail returns answers as data and ``checker.py`` scores
+them in this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
 
 ``OUT`` (default ``DIST/grades``, made 0700; every file in it 0600) receives, row by row:
 

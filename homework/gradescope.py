@@ -3,8 +3,10 @@
 It grades ``/autograder/submission`` as ``make grade`` grades one file: the notebook's code runs in
 the jail (``grader/jail.py``), the key (``key.json``) and the comparison stay in this process, and
 ``/autograder/results/results.json`` gets two entries per question: its public test cases' points
-and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``
-(Gradescope's results format, whose total score has no visibility of its own).
+and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``.
+The total has no visibility of its own in Gradescope's results format: Gradescope hides it from
+students while a test is hidden, except one whose visibility is ``hidden`` (its autograder
+specification), so no entry here is ``hidden`` and the total waits for the grades' publication.
 """
 
 import json

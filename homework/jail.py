@@ -190,7 +190,7 @@ class Jail:
                 self.kill("ran longer than its time limit")
             elif (used := memory_of(self.process.pid)) > MEMORY:
                 self.kill(
-                    f"it held {used / 2**30:.1f} GiB in processes and files, over the {MEMORY / 2**30:g} GiB limit"
+                    f"it held {used / 2**30:.2f} GiB in processes and files, over the {MEMORY / 2**30:g} GiB limit"
                 )
             time.sleep(0.1)
 
