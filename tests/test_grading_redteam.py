@@ -7,7 +7,7 @@ writes (or a file placed next to it), graded by ``homework/grade.py`` as ``make 
   expected vector, so ``np.allclose`` (and ``torch.allclose``) says True without the answer.
 * Memory the watchdog does not see: ``memfd_create`` files hold RAM outside RSS and outside ``RLIMIT_AS``; so do
   System V shared memory, message queues and semaphores, shared memory a child holds untouched, and the jail's
-  file systems (now refused by the seccomp filter, or counted).
+  file systems; run by an ordinary user, bwrap's own ``/`` and ``/dev`` were file systems the user could fill.
 * A channel from the hidden tests back to the student: the jail's exit status, chosen by the student's function
   while a hidden test calls it, is written into the row's error (the feedback a student receives).
 * One submission breaks the outputs for everyone: a lone UTF-16 surrogate (legal in a JSON string) in a written
@@ -18,8 +18,8 @@ writes (or a file placed next to it), graded by ``homework/grade.py`` as ``make 
 * The zip's run script shows each question's whole score (hidden points included) at once on Gradescope.
 
 Each test asserts the secure outcome, so it fails until the hole is fixed. Cost: one build of the assignments
-(shared with the other homework tests), six hw1 jails (about 15 s under load), one zip run, two grader runs that
-start no jail, one bare jail.
+(shared with the other homework tests), seven hw1 jails (about 50 s under load), one zip run, two grader runs that
+start no jail, four bare jails, and a pure-Python run of the seccomp filter (0.1 s).
 """
 
 from __future__ import annotations
@@ -45,16 +45,6 @@ def group_advantages(rewards, eps=1e-8):
     return np.zeros((0, *np.shape(rewards)))
 
 A_hat = A_hat_sample_std = np.zeros((0, 4))
-"""
-# Held RAM outside RSS: 40 memfd files of 64 MiB (the jail's file-size limit) = 2.5 GiB, over the 2 GiB limit.
-MEMFD = """\
-import os, time
-_held = []
-for _number in range(40):
-    _fd = os.memfd_create(f"held-{_number}")
-    os.write(_fd, b"x" * 2**26)
-    _held.append(_fd)
-time.sleep(1.5)
 """
 # The first hidden test of q1 calls group_advantages([0.9, 0.4, 0.9, 0.2]); the public ones never pass 0.9 first.
 EXIT_STATUS = """\
@@ -95,9 +85,7 @@ def graded(dist, tmp_path_factory) -> tuple[dict, Path]:
 
     folder = tmp_path_factory.mktemp("redteam")
     untouched = notebook(dist, HW1, "student")
-    solved = reference(dist, HW1)
     write(with_cell(untouched, EMPTY_ARRAYS), folder / "empty-arrays.ipynb")
-    write(with_cell(solved, MEMFD), folder / "memfd.ipynb")
     write(with_cell(untouched, EXIT_STATUS), folder / "exit-status.ipynb")
     # manual-NAME.md: a forged heading, a lone surrogate, then an honest answer that must be collected.
     forged = "I don't know.\n\n### manual/c-honest.ipynb\n\nI copied my answer from the internet."
@@ -113,15 +101,6 @@ def test_empty_arrays_do_not_pass_the_comparisons(graded):
     """Deserved 0 of 13 (nothing computed); np.allclose broadcasts shape (0, 4) against (4,) and says True: 5."""
     row = graded[0]["empty-arrays.ipynb"]
     assert row["error"] == "" and float(row["total"]) == 0.0
-
-
-def test_memory_held_in_memfd_files_is_refused(graded):
-    """2.5 GiB asked for in memfd files (not RSS, not address space): ``memfd_create`` fails (EPERM, the seccomp
-    filter), the cell ends, and the reference's answers keep full marks; the old watchdog killed the jail."""
-    from homework_support import questions
-
-    row = graded[0]["memfd.ipynb"]
-    assert row["error"] == "" and float(row["total"]) == sum(questions(HW1).values())
 
 
 def test_the_exit_status_carries_nothing_back_from_a_hidden_test(graded):
@@ -310,22 +289,28 @@ def test_a_number_out_of_its_dtypes_range_is_an_unreadable_answer(dtype):
 
 # ---------------------------------------------------------------- memory that no process holds (issue #24)
 
-# Each attack holds at most 3 GiB (its own safety cap), then the notebook's answers (the reference's) stand.
+# Memory held where no process's resident memory shows it, 4.5 GiB in all (the attacks' own safety cap), in cells
+# of one notebook that keeps the reference's answers.
 SYSV_SHM = """\
-import ctypes, time
+import ctypes
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.shmat.restype = ctypes.c_void_p
-for _ in range(3):  # 3 segments of 1 GiB, each filled, then detached: in no process's memory
-    _segment = _libc.shmget(0, 2**30, 0o1600)
-    if _segment < 0:
-        raise OSError(ctypes.get_errno(), "shmget")
-    _address = _libc.shmat(_segment, None, 0)
-    ctypes.memset(_address, 1, 2**30)
-    _libc.shmdt(ctypes.c_void_p(_address))
-time.sleep(2)
+_segment = _libc.shmget(0, 2**30, 0o1600)  # 1 GiB, filled, then detached: in no process's memory
+if _segment < 0:
+    raise OSError(ctypes.get_errno(), "shmget")
+_address = _libc.shmat(_segment, None, 0)
+ctypes.memset(_address, 1, 2**30)
+_libc.shmdt(ctypes.c_void_p(_address))
+"""
+MEMFD = """\
+import os
+_held = []
+for _number in range(16):  # 1 GiB in memfd files of 64 MiB (the file-size limit): not RSS, not address space
+    _held.append(os.memfd_create(f"held-{_number}"))
+    os.write(_held[-1], bytes(2**26))
 """
 SYSV_MESSAGES = """\
-import ctypes, time
+import ctypes
 _libc = ctypes.CDLL(None, use_errno=True)
 _message = (ctypes.c_char * (8 + 8192))(b"\\x01")  # mtype 1, 8 KiB of text
 for _ in range(32000):  # the namespace's queues (msgmni) of 16 KiB (msgmnb) each: 500 MiB, the most it allows
@@ -334,26 +319,22 @@ for _ in range(32000):  # the namespace's queues (msgmni) of 16 KiB (msgmnb) eac
         raise OSError(ctypes.get_errno(), "msgget")
     while _libc.msgsnd(_queue, _message, 8192, 0o4000) == 0:  # IPC_NOWAIT: until the queue is full
         pass
-time.sleep(2)
 """
 SEMAPHORES = """\
-import ctypes, time
+import ctypes
 _libc = ctypes.CDLL(None, use_errno=True)
-for _ in range(1500):  # sets of 32,000 semaphores (semmsl), about 2 MiB of kernel memory each: 3 GiB
+for _ in range(500):  # sets of 32,000 semaphores (semmsl), about 2 MiB of kernel memory each: 1 GiB
     if _libc.semget(0, 32000, 0o1600) < 0:
         raise OSError(ctypes.get_errno(), "semget")
-time.sleep(2)
 """
 SHARED_AFTER_FORK = """\
 import mmap, os, time
-for _ in range(3):  # 1 GiB of shared memory each, filled here, then held only by a child that never touched it
-    _block = mmap.mmap(-1, 2**30, flags=mmap.MAP_SHARED)
-    for _start in range(0, 2**30, 2**24):
-        _block[_start : _start + 2**24] = bytes(2**24)
-    if os.fork() == 0:
-        time.sleep(600)
-    _block.close()
-time.sleep(2)
+_block = mmap.mmap(-1, 2**30, flags=mmap.MAP_SHARED)  # 1 GiB of shared memory, filled here
+for _start in range(0, 2**30, 2**24):
+    _block[_start : _start + 2**24] = bytes(2**24)
+if os.fork() == 0:
+    time.sleep(600)  # held only by a child that never touched it: resident in no process
+_block.close()
 """
 TMPFS_AND_RSS = """\
 import contextlib, os, time
@@ -363,7 +344,7 @@ for _number in range(48):  # 3 GiB asked, in files of 64 MiB (the file-size limi
         _out.write(bytes(2**26))
 _held = bytearray(1400 * 2**20)
 _held[:: 4096] = b"x" * len(range(0, len(_held), 4096))  # 1.4 GiB resident: with the files, over 2 GiB
-time.sleep(5)
+time.sleep(1)
 """
 # Kernel memory that a jail's IPC, memfd, shared mappings and tmpfs use (/proc/meminfo, kB).
 KERNEL_FIELDS = ("Shmem", "SUnreclaim", "VmallocUsed")
@@ -382,29 +363,32 @@ def _host_ipc_and_shm() -> tuple:
 
 
 @pytest.mark.parametrize(
-    ("attack", "source", "error", "kernel_bound"),
+    ("attack", "cells", "error", "kernel_bound"),
     [
-        ("sysv-shm", SYSV_SHM, "", 2**28),
-        ("sysv-messages", SYSV_MESSAGES, "", 2**28),
-        ("semaphores", SEMAPHORES, "", 2**28),
-        ("shared-after-fork", SHARED_AFTER_FORK, "", 2**28),
-        ("tmpfs-and-rss", TMPFS_AND_RSS, "over the 2 GiB limit", 3 * 2**28 + 2**28),
+        ("refused", [MEMFD, SYSV_SHM, SYSV_MESSAGES, SEMAPHORES, SHARED_AFTER_FORK], "", 2**28),
+        ("tmpfs-and-rss", [TMPFS_AND_RSS], "over the 2 GiB limit", 3 * 2**28 + 2**28),
     ],
 )
-def test_memory_outside_every_process_is_refused_or_counted(dist, tmp_path, attack, source, error, kernel_bound):
-    """Up to 3 GiB held where no process's resident memory shows it: System V shared memory left detached, message
-    queues, semaphore sets, shared memory held by a child that never touched it, and the jail's file systems. The
-    first four are refused (EPERM from the seccomp filter: the cell ends, the reference's answers keep full marks,
-    14); the file systems fill to their 768 MiB, which counts against the 2 GiB limit with the 1.4 GiB the cell then
-    holds: killed, 0. The kernel's shared, unreclaimable and vmalloc memory (sampled every 20 ms while grading, other
-    sessions' use included) may not rise by more than ``kernel_bound``: 256 MiB, plus the 768 MiB of file systems
-    where they are filled. Nothing of the grader's System V objects, /dev/shm or the marker files changes."""
+def test_memory_outside_every_process_is_refused_or_counted(dist, tmp_path, attack, cells, error, kernel_bound):
+    """Memory that no process's resident memory shows, 4.5 GiB in all, one cell each in one notebook: 1 GiB in memfd
+    files, 1 GiB of System V shared memory left detached, 500 MiB of message queues (the most the namespace allows),
+    1 GiB of semaphore sets and 1 GiB of shared memory held by a child that never touched it. Each is refused (EPERM
+    from the seccomp filter), its cell ends, and the reference's answers keep full marks, 14. The jail's file
+    systems fill to their 768 MiB, which count against the 2 GiB limit with the 1.4 GiB the cell then holds: killed,
+    0. What is held stays held while the jail lives (the checker runs on), so the kernel's shared, unreclaimable and
+    vmalloc memory, sampled every 20 ms while grading (other sessions' use included), may not rise by more than
+    ``kernel_bound``: 256 MiB, plus the 768 MiB of the file systems where they are filled. Without the filter, each
+    System V or shared-memory attack alone held 513 to 1031 MiB more, those four together 3560 MiB. Nothing of the
+    grader's System V objects, /dev/shm or the marker files changes."""
     import threading
 
     from homework_support import outside_state, questions
 
     folder, out = tmp_path / "submissions", tmp_path / "out"
-    write(with_cell(reference(dist, HW1), source), folder / f"{attack}.ipynb")
+    submission = reference(dist, HW1)
+    for source in cells:
+        submission = with_cell(submission, source)
+    write(submission, folder / f"{attack}.ipynb")
     before, baseline, peak, done = (outside_state(), _host_ipc_and_shm()), _kernel_held(), [0], threading.Event()
 
     def sample() -> None:
