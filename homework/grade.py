@@ -383,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as error:  # e.g. a full disk: say so, and go on with the next file
             print(f"{row.file!r}: could not be recorded: {type(error).__name__}", file=sys.stderr)
         status = row.error or f"{sum(row.scores.values()):g} / {sum(records.points[row.assignment].values()):g}"
-        print(f"{row.file!r}: {row.assignment[:100] or '?'}: {status}", flush=True)
+        line = f"{row.file!r}: {row.assignment[:100] or '?'}: {status}"
+        print(line.encode("utf-8", "backslashreplace").decode("utf-8"), flush=True)  # a lone surrogate, escaped
         return row
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -156,13 +156,22 @@ def _grade_folder(folder: Path, dist: Path, out: Path, timeout: int = 5) -> None
 
 
 def test_a_lone_surrogate_in_an_assignment_name_loses_no_other_row(tiny_dist, tmp_path):
-    """metadata.otter.assignment_name = "\\ud800": its row, and every later one of unmatched.csv, must be written."""
+    """metadata.otter.assignment_name = "\\ud800": its row, and every later one of unmatched.csv, must be written.
+    grade.py runs as ``make grade`` runs it, its output a pipe that encodes UTF-8 strictly: the progress line that
+    names the assignment ended the run (UnicodeEncodeError), which pytest's own capture hid."""
+    import subprocess
+    import sys
+
+    from homework_support import HOMEWORK
+
     folder = tmp_path / "submissions"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     nb.metadata["otter"] = {"assignment_name": SURROGATE}
     _write_with_surrogate(nb, folder / "a-lone.ipynb")
     (folder / "b-notes.txt").write_text("not a submission")
-    _grade_folder(folder, tiny_dist, tmp_path / "out")
+    arguments = [str(folder), "--dist", str(tiny_dist), "--out", str(tmp_path / "out"), "--jobs", "1"]
+    done = subprocess.run([sys.executable, str(HOMEWORK / "grade.py"), *arguments], capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert sorted(row["file"] for row in _unmatched_rows(tmp_path / "out")) == ["a-lone.ipynb", "b-notes.txt"]
 
 
