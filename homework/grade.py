@@ -11,9 +11,9 @@ inside is read) is matched to its assignment by the name otter stores in it
 member over :data:`MAX_BYTES`, a notebook that does not parse or names no known assignment — gets
 a row in ``unmatched.csv`` saying why. Sizes are checked before anything is read.
 
-Each notebook's code runs in a jail (``jail.py``: bubblewrap, no network, limits) with the Python
-environment of ``--python``; the jail returns answers as data and ``checker.py`` scores them in
-this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
+Each notebook's code runs in a jail (``jail.py``: bubblewrap, seccomp, no network, limits) with
+the Python environment of ``--python``; the jail returns answers as data and ``checker.py`` scores
+them in this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
 
 ``OUT`` (default ``DIST/grades``, made 0700; every file in it 0600) receives, row by row:
 
@@ -53,7 +53,7 @@ import nbformat
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import checker
-from jail import Jail, command, python_paths
+from jail import Jail, python_paths
 from sheets import Sheet
 
 HOMEWORK = Path(__file__).resolve().parent
@@ -307,7 +307,7 @@ class Grader:
         self.lock = threading.Lock()
 
     def jail(self, slot: int) -> Jail:
-        return Jail(command(self.python, self.paths, slot, int(self.timeout) + 1), self.timeout)
+        return Jail(self.python, self.paths, slot, self.timeout)
 
     def grade_one(self, path: Path, folder: Path) -> tuple[Row, list[dict], list[str]]:
         """Grade one file; every failure becomes the row's error, never an exception."""
@@ -383,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as error:  # e.g. a full disk: say so, and go on with the next file
             print(f"{row.file!r}: could not be recorded: {type(error).__name__}", file=sys.stderr)
         status = row.error or f"{sum(row.scores.values()):g} / {sum(records.points[row.assignment].values()):g}"
-        print(f"{row.file!r}: {row.assignment[:100] or '?'}: {status}", flush=True)
+        line = f"{row.file!r}: {row.assignment[:100] or '?'}: {status}"
+        print(line.encode("utf-8", "backslashreplace").decode("utf-8"), flush=True)  # a lone surrogate, escaped
         return row
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

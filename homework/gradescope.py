@@ -3,8 +3,10 @@
 It grades ``/autograder/submission`` as ``make grade`` grades one file: the notebook's code runs in
 the jail (``grader/jail.py``), the key (``key.json``) and the comparison stay in this process, and
 ``/autograder/results/results.json`` gets two entries per question: its public test cases' points
-and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``
-(Gradescope's results format, whose total score has no visibility of its own).
+and messages, visible at once, and its hidden cases' points and how many passed, ``after_published``.
+The total has no visibility of its own in Gradescope's results format: Gradescope hides it from
+students while a test is hidden, except one whose visibility is ``hidden`` (its autograder
+specification), so no entry here is ``hidden`` and the total waits for the grades' publication.
 """
 
 import json
@@ -18,7 +20,7 @@ sys.path[:0] = [str(SOURCE / "grader"), str(SOURCE / "files")]  # our scripts; g
 
 import checker
 import grade
-from jail import Jail, command, python_paths
+from jail import Jail, python_paths
 
 TIMEOUT = 600
 SLOT = 63  # as root, the jail's user is 65063: not one of make grade's (65000 + job slot) on a shared machine
@@ -33,7 +35,7 @@ def results(submission: Path) -> dict:
         notebook = grade.parse_notebook(grade.read_bytes(found[0]))
     except (ValueError, OSError) as error:
         return {"score": 0, "output": f"unreadable submission: {error}"}
-    jail = Jail(command(sys.executable, python_paths(sys.executable), SLOT, TIMEOUT + 1), TIMEOUT)
+    jail = Jail(sys.executable, python_paths(sys.executable), SLOT, TIMEOUT)
     try:
         scores, feedback, error = checker.grade(key, grade.code_sources(notebook), jail)
     finally:

@@ -7,11 +7,17 @@
   process in its PID namespace, and its mounts vanish with it;
 * a read-only view of the Python installation (``/usr`` and the environment's prefixes) and of
   ``runner.py``, nothing else of the machine: a private, size-capped tmpfs as ``/tmp``, as
-  ``/dev/shm`` and as the working directory ``/work``;
+  ``/dev/shm`` and as the working directory (:data:`WRITABLE`); the rest of the jail's tree,
+  ``/dev`` included (null, zero, full, random and urandom; no terminals), is read-only;
+* a seccomp filter (:func:`seccomp_filter`) that refuses, with ``EPERM``, every call that makes
+  memory outside a process and outside those three file systems: System V shared memory, message
+  queues and semaphores, POSIX message queues, memfd files, shared anonymous or ``/dev/zero``
+  mappings, sockets, pipes and FIFOs, epoll, inotify, fanotify, io_uring and BPF;
 * limits set with ``prlimit`` before it starts: processes (``RLIMIT_NPROC``), address space per
-  process, CPU seconds, file size, open files; and, from outside, a watchdog that kills the jail
-  when its processes together hold more than :data:`MEMORY` bytes (resident memory plus the memfd
-  files they hold open or mapped) or it outlives its wall time.
+  process, CPU seconds, file size, open files, POSIX message queue bytes (none); and, from outside,
+  a watchdog that kills the jail when it holds more than :data:`MEMORY` bytes (its processes'
+  private and file-backed resident memory, page tables and swap, plus what its three file systems
+  hold: :func:`memory_of`) or it outlives its wall time.
 
 Run by an ordinary user, ``bwrap`` makes a user namespace (no privilege needed). Run as root,
 ``bwrap`` keeps only ``CAP_SETUID``/``CAP_SETGID`` for ``setpriv``, which makes the jail's
@@ -29,6 +35,7 @@ import json
 import os
 import select
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -36,16 +43,73 @@ import time
 from pathlib import Path
 
 HOMEWORK = Path(__file__).resolve().parent
-MEMORY = 2 * 2**30  # bytes, every process of a jail together
+MEMORY = 2 * 2**30  # bytes: a jail's processes and files together (memory_of)
 PROCESSES = 256
 FILE_SIZE = 64 * 2**20
 TMPFS = 256 * 2**20
+DEVICES = ("null", "zero", "full", "random", "urandom")
 MAX_REPLY = 32 * 2**20
 UID_BASE = 65000  # 64000 + slot was the old sandbox's: a machine may still run it
 WORKDIR = "/submission"
+WRITABLE = ("/tmp", "/dev/shm", WORKDIR)  # the jail's only writable places: one tmpfs of TMPFS bytes each
 # bwrap's own environment (its --clearenv clears only the child's): run unprivileged, bwrap is the jail's PID 1, and
 # a student reads its /proc/1/environ. So it gets no variable of the grader's.
 ENVIRONMENT = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+
+
+# The seccomp filter: classic BPF over ``struct seccomp_data`` (nr at byte 0, arch at 4, args from 16, 8 bytes each).
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # linux/audit.h; any other (i386, x32) is killed
+X32_SYSCALL_BIT = 0x40000000
+# Calls that make memory no process maps and no jail file system holds (so the watchdog could not count it),
+# by number (asm/unistd_64.h, asm-generic/unistd.h). None is needed to run a notebook's Python.
+DENIED = {
+    "x86_64": {
+        "shmget": 29, "semget": 64, "msgget": 68, "mq_open": 240, "memfd_create": 319, "memfd_secret": 447,
+        "socket": 41, "socketpair": 53, "pipe": 22, "pipe2": 293, "mknod": 133, "mknodat": 259,
+        "epoll_create": 213, "epoll_create1": 291, "inotify_init": 253, "inotify_init1": 294,
+        "fanotify_init": 300, "io_uring_setup": 425, "bpf": 321,
+    },
+    "aarch64": {
+        "shmget": 194, "semget": 190, "msgget": 186, "mq_open": 180, "memfd_create": 279, "memfd_secret": 447,
+        "socket": 198, "socketpair": 199, "pipe2": 59, "mknodat": 33,
+        "epoll_create1": 20, "inotify_init1": 26, "fanotify_init": 262, "io_uring_setup": 425, "bpf": 280,
+    },
+}  # fmt: skip
+MMAP = {"x86_64": 9, "aarch64": 222}  # allowed only MAP_PRIVATE: a shared mapping of /dev/zero is memory of its own
+MAP_TYPE, MAP_PRIVATE = 0x0F, 0x02
+# Opcodes: BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_JMP|BPF_JGE|BPF_K, BPF_ALU|BPF_AND|BPF_K, BPF_RET|BPF_K
+LOAD, JEQ, JGE, AND, RET = 0x20, 0x15, 0x35, 0x54, 0x06
+ALLOW, KILL, EPERM = 0x7FFF0000, 0x80000000, 0x00050000 | 1  # SECCOMP_RET_ALLOW, _KILL_PROCESS, _ERRNO | EPERM
+
+
+def seccomp_filter() -> bytes:
+    """The filter bwrap installs before the runner starts (``--seccomp FD``): the :data:`DENIED` calls and
+    shared ``mmap`` fail with EPERM, everything else is allowed, a call of any other ABI kills the process."""
+    program: list = [(LOAD, 4), *((JEQ, AUDIT_ARCH[arch], arch) for arch in DENIED), (RET, KILL)]
+    for arch, numbers in DENIED.items():
+        program += [arch, (LOAD, 0), (JGE, X32_SYSCALL_BIT, "kill"), (JEQ, MMAP[arch], "mmap")]
+        program += [*((JEQ, number, "deny") for number in numbers.values()), (RET, ALLOW)]
+    program += ["mmap", (LOAD, 16 + 3 * 8), (AND, MAP_TYPE), (JEQ, MAP_PRIVATE, "allow")]  # low half of flags
+    program += ["deny", (RET, EPERM), "allow", (RET, ALLOW), "kill", (RET, KILL)]
+    labels, code = {}, []
+    for item in program:
+        if isinstance(item, str):
+            labels[item] = len(code)
+        else:
+            code.append(item)
+    # A conditional jump goes to its label when true, to the next instruction when false (jumps only go forward).
+    return b"".join(
+        struct.pack("=HBBI", op, labels[rest[0]] - index - 1 if rest else 0, 0, k)
+        for index, (op, k, *rest) in enumerate(code)
+    )
+
+
+def filter_pipe() -> int:
+    """A pipe's read end holding :func:`seccomp_filter` (for ``bwrap --seccomp``); the caller passes and closes it."""
+    read, write = os.pipe()
+    os.write(write, seccomp_filter())  # a few hundred bytes: the pipe holds them
+    os.close(write)
+    return read
 
 
 class JailError(RuntimeError):
@@ -61,8 +125,8 @@ def python_paths(python: str) -> list[str]:
     return sorted(path for path in paths if not path.startswith("/usr/"))
 
 
-def command(python: str, paths: list[str], slot: int, cpu_seconds: int) -> list[str]:
-    """The argv that starts ``runner.py`` in a jail (see the module docstring)."""
+def command(python: str, paths: list[str], slot: int, cpu_seconds: int, seccomp_fd: int) -> list[str]:
+    """The argv that starts ``runner.py`` in a jail (see the module docstring); ``seccomp_fd``: :func:`filter_pipe`."""
     limits = [
         f"--nproc={PROCESSES}",
         f"--as={MEMORY}",
@@ -70,21 +134,25 @@ def command(python: str, paths: list[str], slot: int, cpu_seconds: int) -> list[
         f"--fsize={FILE_SIZE}",
         "--nofile=256",
         "--core=0",
+        "--msgqueue=0",
     ]
     jail = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
     jail += ["--die-with-parent", "--new-session", "--clearenv", "--setenv", "HOME", WORKDIR]
     for variable, value in (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("MPLBACKEND", "agg")):
         jail += ["--setenv", variable, value]
     jail += ["--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"]
-    jail += ["--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev"]
-    for where in ("/tmp", "/dev/shm", WORKDIR):
+    jail += ["--symlink", "usr/bin", "/bin", "--proc", "/proc", "--perms", "0755", "--tmpfs", "/dev"]
+    for device in DEVICES:  # not bwrap's --dev: its terminals (/dev/ptmx) would hold buffers of their own
+        jail += ["--dev-bind", f"/dev/{device}", f"/dev/{device}"]
+    for where in WRITABLE:
         jail += ["--size", str(TMPFS), "--perms", "1777", "--tmpfs", where]
     for folder in sorted({str(parent) for path in paths for parent in Path(path).parents} - {"/"}):
         jail += ["--perms", "0755", "--dir", folder]  # bwrap would make them 0700: root's alone
     for path in paths:
         jail += ["--ro-bind", path, path]
     jail += ["--perms", "0755", "--dir", "/grader", "--ro-bind", str(HOMEWORK / "runner.py"), "/grader/runner.py"]
-    jail += ["--chdir", WORKDIR]
+    # Last: bwrap's own tmpfs as / and /dev (half the machine's RAM each) would be the user's, unprivileged.
+    jail += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--seccomp", str(seccomp_fd)]
     if os.geteuid() == 0:
         uid = str(UID_BASE + slot)
         jail += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", "setpriv", f"--reuid={uid}"]
@@ -95,19 +163,23 @@ def command(python: str, paths: list[str], slot: int, cpu_seconds: int) -> list[
 
 
 class Jail:
-    """One submission's jailed runner: :meth:`ask` sends a request and returns the decoded-JSON reply."""
+    """One submission's jailed runner (``python``: the jail's interpreter, ``paths``: :func:`python_paths`, ``slot``:
+    the job's number); :meth:`ask` sends a request and returns the decoded-JSON reply."""
 
-    def __init__(self, argv: list[str], wall_seconds: float):
+    def __init__(self, python: str, paths: list[str], slot: int, wall_seconds: float):
         self.deadline = time.monotonic() + wall_seconds
         self.broken = ""
+        seccomp = filter_pipe()
         read, write = os.pipe()
         try:
+            argv = command(python, paths, slot, int(wall_seconds) + 1, seccomp)
             self.process = subprocess.Popen(
                 [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(write,), start_new_session=True, env=ENVIRONMENT,
+                pass_fds=(write, seccomp), start_new_session=True, env=ENVIRONMENT,
             )  # fmt: skip
         finally:
             os.close(write)
+            os.close(seccomp)
         self.replies = os.fdopen(read, "rb")
         self.watchdog = threading.Thread(target=self._watch, daemon=True)
         self.watchdog.start()
@@ -117,7 +189,9 @@ class Jail:
             if time.monotonic() > self.deadline:
                 self.kill("ran longer than its time limit")
             elif (used := memory_of(self.process.pid)) > MEMORY:
-                self.kill(f"its processes used {used / 2**30:.1f} GiB, over the {MEMORY / 2**30:g} GiB limit")
+                self.kill(
+                    f"it held {used / 2**30:.2f} GiB in processes and files, over the {MEMORY / 2**30:g} GiB limit"
+                )
             time.sleep(0.1)
 
     def kill(self, reason: str) -> None:
@@ -174,52 +248,50 @@ class Jail:
 
 
 def processes_below(root: int) -> dict[int, int]:
-    """``{pid: resident bytes}`` of ``root`` and every process below it (read from ``/proc``)."""
+    """``{pid: depth}`` of ``root`` (depth 0) and every process below it (read from ``/proc``)."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            stat = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+            parent = int(Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[1])
         except OSError:
             continue
-        children.setdefault(int(stat[1]), []).append(int(entry.name))
-        rss[int(entry.name)] = int(stat[21]) * os.sysconf("SC_PAGE_SIZE")
-    found, todo = {}, [root]
+        children.setdefault(parent, []).append(int(entry.name))
+    found, todo = {}, [(root, 0)]
     while todo:
-        pid = todo.pop()
-        found[pid] = rss.get(pid, 0)
-        todo += children.get(pid, [])
+        pid, depth = todo.pop()
+        found[pid] = depth
+        todo += [(child, depth + 1) for child in children.get(pid, [])]
     return found
 
 
+STATUS_FIELDS = ("RssAnon:", "RssFile:", "VmPTE:", "VmSwap:")  # kB; shared memory (RssShmem) lives in WRITABLE
+
+
 def memory_of(root: int) -> int:
-    """Bytes held by ``root`` and the processes below it: their resident memory and every memfd file (RAM that
-    is neither resident nor address space until mapped) that one of them holds open or mapped, each file once."""
+    """Bytes the jail of bwrap ``root`` holds: its processes' private and file-backed resident memory, page tables
+    and swap, and what its :data:`WRITABLE` file systems hold (files, open or deleted, mapped or not). The seccomp
+    filter refuses every other kind of memory a process can leave outside itself (System V and POSIX IPC, memfd,
+    shared anonymous mappings, pipes, sockets)."""
     below = processes_below(root)
-    files: dict[tuple[int, int], int] = {}
+    held = 0
     for pid in below:
-        for path in _memfd_paths(pid):
-            with contextlib.suppress(OSError):
-                info = os.stat(path)
-                files[info.st_dev, info.st_ino] = info.st_blocks * 512
-    return sum(below.values()) + sum(files.values())
-
-
-def _memfd_paths(pid: int) -> list[str]:
-    """``/proc`` paths that ``stat`` to each memfd file ``pid`` holds: its descriptors' and its mappings'."""
-    paths = []
-    with contextlib.suppress(OSError):
-        for entry in os.scandir(f"/proc/{pid}/fd"):
-            with contextlib.suppress(OSError):
-                if os.readlink(entry.path).startswith("/memfd:"):
-                    paths.append(entry.path)
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as maps:
-        paths += [f"/proc/{pid}/map_files/{line.split()[0]}" for line in maps if " /memfd:" in line]
-    return paths
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith(STATUS_FIELDS):
+                    held += int(line.split()[1]) * 1024
+    # Below bwrap, a process two levels down was started after the jail's mounts were made: its root is the jail's.
+    inside = [pid for pid, depth in below.items() if depth >= 2]
+    if inside:
+        with contextlib.suppress(OSError):  # the process ended: the jail ends with it, or another one is seen next time
+            for where in WRITABLE:
+                disk = os.statvfs(f"/proc/{inside[0]}/root{where}")
+                held += (disk.f_blocks - disk.f_bfree) * disk.f_frsize
+    return held
 
 
 if __name__ == "__main__":  # a quick look: python jail.py PYTHON CODE  (prints what CODE prints in a jail)
-    argv = command(sys.argv[1], python_paths(sys.argv[1]), 0, 60)
-    subprocess.run([*argv[:-1], "-c", sys.argv[2]], check=False, env=ENVIRONMENT)
+    seccomp = filter_pipe()
+    argv = command(sys.argv[1], python_paths(sys.argv[1]), 0, 60, seccomp)
+    subprocess.run([*argv[:-1], "-c", sys.argv[2]], check=False, env=ENVIRONMENT, pass_fds=(seccomp,))

@@ -424,8 +424,10 @@ for folder in ("/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~")):
             break
 """
 SURVIVOR = """\
-import os, subprocess, time
-subprocess.Popen(["sleep", "600"], start_new_session=True)
+import os, time
+if os.fork() == 0:  # a new session running sleep (fork and exec: the jail has no pipes for subprocess)
+    os.setsid()
+    os.execv("/usr/bin/sleep", ["sleep", "600"])
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:

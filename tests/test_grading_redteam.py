@@ -5,7 +5,9 @@ writes (or a file placed next to it), graded by ``homework/grade.py`` as ``make 
 
 * Plain data that fools the comparisons: an array with a leading dimension of length 0 broadcasts against any
   expected vector, so ``np.allclose`` (and ``torch.allclose``) says True without the answer.
-* Memory the watchdog does not see: ``memfd_create`` files hold RAM outside RSS and outside ``RLIMIT_AS``.
+* Memory the watchdog does not see: ``memfd_create`` files hold RAM outside RSS and outside ``RLIMIT_AS``; so do
+  System V shared memory, message queues and semaphores, shared memory a child holds untouched, and the jail's
+  file systems; run by an ordinary user, bwrap's own ``/`` and ``/dev`` were file systems the user could fill.
 * A channel from the hidden tests back to the student: the jail's exit status, chosen by the student's function
   while a hidden test calls it, is written into the row's error (the feedback a student receives).
 * One submission breaks the outputs for everyone: a lone UTF-16 surrogate (legal in a JSON string) in a written
@@ -16,14 +18,16 @@ writes (or a file placed next to it), graded by ``homework/grade.py`` as ``make 
 * The zip's run script shows each question's whole score (hidden points included) at once on Gradescope.
 
 Each test asserts the secure outcome, so it fails until the hole is fixed. Cost: one build of the assignments
-(shared with the other homework tests), six hw1 jails (about 15 s under load), one zip run, two grader runs that
-start no jail, one bare jail.
+(shared with the other homework tests), seven hw1 jails (about 50 s under load), one zip run, two grader runs that
+start no jail, four bare jails, and a pure-Python run of the seccomp filter (0.1 s).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import struct
 from pathlib import Path
 
 import nbformat
@@ -41,16 +45,6 @@ def group_advantages(rewards, eps=1e-8):
     return np.zeros((0, *np.shape(rewards)))
 
 A_hat = A_hat_sample_std = np.zeros((0, 4))
-"""
-# Held RAM outside RSS: 40 memfd files of 64 MiB (the jail's file-size limit) = 2.5 GiB, over the 2 GiB limit.
-MEMFD = """\
-import os, time
-_held = []
-for _number in range(40):
-    _fd = os.memfd_create(f"held-{_number}")
-    os.write(_fd, b"x" * 2**26)
-    _held.append(_fd)
-time.sleep(1.5)
 """
 # The first hidden test of q1 calls group_advantages([0.9, 0.4, 0.9, 0.2]); the public ones never pass 0.9 first.
 EXIT_STATUS = """\
@@ -91,9 +85,7 @@ def graded(dist, tmp_path_factory) -> tuple[dict, Path]:
 
     folder = tmp_path_factory.mktemp("redteam")
     untouched = notebook(dist, HW1, "student")
-    solved = reference(dist, HW1)
     write(with_cell(untouched, EMPTY_ARRAYS), folder / "empty-arrays.ipynb")
-    write(with_cell(solved, MEMFD), folder / "memfd.ipynb")
     write(with_cell(untouched, EXIT_STATUS), folder / "exit-status.ipynb")
     # manual-NAME.md: a forged heading, a lone surrogate, then an honest answer that must be collected.
     forged = "I don't know.\n\n### manual/c-honest.ipynb\n\nI copied my answer from the internet."
@@ -109,12 +101,6 @@ def test_empty_arrays_do_not_pass_the_comparisons(graded):
     """Deserved 0 of 13 (nothing computed); np.allclose broadcasts shape (0, 4) against (4,) and says True: 5."""
     row = graded[0]["empty-arrays.ipynb"]
     assert row["error"] == "" and float(row["total"]) == 0.0
-
-
-def test_memory_held_in_memfd_files_counts_against_the_limit(graded):
-    """2.5 GiB held in memfd files (not RSS, not address space): the jail must be stopped, not given 13 of 13."""
-    row = graded[0]["memfd.ipynb"]
-    assert "2 GiB limit" in row["error"] and float(row["total"]) == 0.0
 
 
 def test_the_exit_status_carries_nothing_back_from_a_hidden_test(graded):
@@ -162,20 +148,30 @@ def _unmatched_rows(out: Path) -> list[dict]:
         return list(csv.DictReader(handle))
 
 
-def _grade_folder(folder: Path, dist: Path, out: Path) -> None:
+def _grade_folder(folder: Path, dist: Path, out: Path, timeout: int = 5) -> None:
     from homework_support import grade
 
-    assert grade.main([str(folder), "--dist", str(dist), "--out", str(out), "--jobs", "1", "--timeout", "5"]) == 0
+    arguments = ["--dist", str(dist), "--out", str(out), "--jobs", "1", "--timeout", str(timeout)]
+    assert grade.main([str(folder), *arguments]) == 0
 
 
 def test_a_lone_surrogate_in_an_assignment_name_loses_no_other_row(tiny_dist, tmp_path):
-    """metadata.otter.assignment_name = "\\ud800": its row, and every later one of unmatched.csv, must be written."""
+    """metadata.otter.assignment_name = "\\ud800": its row, and every later one of unmatched.csv, must be written.
+    grade.py runs as ``make grade`` runs it, its output a pipe that encodes UTF-8 strictly: the progress line that
+    names the assignment ended the run (UnicodeEncodeError), which pytest's own capture hid."""
+    import subprocess
+    import sys
+
+    from homework_support import HOMEWORK
+
     folder = tmp_path / "submissions"
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")])
     nb.metadata["otter"] = {"assignment_name": SURROGATE}
     _write_with_surrogate(nb, folder / "a-lone.ipynb")
     (folder / "b-notes.txt").write_text("not a submission")
-    _grade_folder(folder, tiny_dist, tmp_path / "out")
+    arguments = [str(folder), "--dist", str(tiny_dist), "--out", str(tmp_path / "out"), "--jobs", "1"]
+    done = subprocess.run([sys.executable, str(HOMEWORK / "grade.py"), *arguments], capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
     assert sorted(row["file"] for row in _unmatched_rows(tmp_path / "out")) == ["a-lone.ipynb", "b-notes.txt"]
 
 
@@ -190,9 +186,9 @@ def test_a_name_that_looks_like_an_escaped_formula_gets_its_own_row(tiny_dist, t
 
 
 def test_the_zips_visible_entries_carry_no_hidden_points(dist, tmp_path):
-    """On Gradescope only the ``after_published`` entries may tell how hidden tests went; the run script puts each
-    question's whole score (hidden points included) in an entry visible at once. The reference solutions show q1
-    5 of 5 where its public tests are worth 2."""
+    """On Gradescope only the ``after_published`` entries may tell how hidden tests went; the run script put each
+    question's whole score (hidden points included) in an entry visible at once. The reference solutions showed q1
+    5 of 5 where its public tests are worth 2. The total score stays hidden until the grades are published."""
     import subprocess
     import sys
     import zipfile
@@ -209,6 +205,16 @@ def test_the_zips_visible_entries_carry_no_hidden_points(dist, tmp_path):
     public = {q["name"]: sum(not case["hidden"] for case in q["cases"]) for q in key["questions"]}
     visible = {t["name"]: t.get("score", 0) for t in result["tests"] if t.get("visibility") != "after_published"}
     assert set(public) == set(questions(HW1)) and all(visible.get(name, 0) <= public[name] for name in public)
+    # The total: Gradescope's results format has no visibility of its own for it, but hides it from students while
+    # a test that scores points is not yet shown ("If test cases are hidden, students will not be able to see their
+    # total score. Test cases with visibility set to hidden don't affect this", docs/specs.md of
+    # gradescope/autograder_samples). So every entry with hidden points must be after_published (not hidden, which
+    # otter 7.0.0 gives every entry by default and which leaves the total, hidden points included, visible at once),
+    # and nothing at the top level may set the tests' visibility otherwise.
+    hidden = [t for t in result["tests"] if t["name"].endswith(" (hidden)")]
+    assert len(hidden) == len(public) and all(t["max_score"] > 0 for t in hidden)
+    assert {t["visibility"] for t in hidden} == {"after_published"} and "visibility" not in result
+    assert result["score"] == sum(t["score"] for t in result["tests"]) == sum(questions(HW1).values())
 
 
 def test_the_graders_environment_is_not_readable_in_an_unprivileged_jail(tmp_path):
@@ -249,18 +255,19 @@ def test_parsing_a_submission_is_held_by_its_time_limit(tiny_dist, tmp_path):
 
 def test_no_process_outlives_an_unprivileged_jail(tmp_path):
     """Holds today (kept: the author's survivor test runs as root only). As uid 65534, a cell starts a new-session
-    child and a double-forked setsid grandchild, then the grader closes the jail: no process of that user is left."""
+    child running ``sleep`` (fork and exec: the jail has no pipes for ``subprocess``) and a double-forked setsid
+    grandchild, then the grader closes the jail: no process of that user is left."""
     import shutil
     import subprocess
     import time
 
     from homework_support import HOMEWORK
 
-    cell = "import os, subprocess, time\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+    cell = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    os.execv('/usr/bin/sleep', ['sleep', '600'])\n"
     cell += "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n    os._exit(0)\n"
     python = shutil.which("python3", path="/usr/bin")
-    script = f"import sys\nsys.path.insert(0, {str(HOMEWORK)!r})\nfrom jail import Jail, command, python_paths\n"
-    script += f"jail = Jail(command({python!r}, python_paths({python!r}), 0, 30), 30)\n"
+    script = f"import sys\nsys.path.insert(0, {str(HOMEWORK)!r})\nfrom jail import Jail, python_paths\n"
+    script += f"jail = Jail({python!r}, python_paths({python!r}), 0, 30)\n"
     script += f"print(jail.ask({{'cells': [{cell!r}], 'names': []}}))\njail.close()\n"
     user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     done = subprocess.run([*user, python, "-c", script], capture_output=True, text=True, cwd="/", check=True)
@@ -287,3 +294,233 @@ def test_a_number_out_of_its_dtypes_range_is_an_unreadable_answer(dtype):
                 runner.decode(data)
             (value,) = checker.student_values({"x": data}, ["x"], jail=None, seen=[]).values()
             assert isinstance(value, checker.Unsupported)
+
+
+# ---------------------------------------------------------------- memory that no process holds (issue #24)
+
+# Memory held where no process's resident memory shows it, 4.5 GiB in all (the attacks' own safety cap), in cells
+# of one notebook that keeps the reference's answers.
+SYSV_SHM = """\
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.shmat.restype = ctypes.c_void_p
+_segment = _libc.shmget(0, 2**30, 0o1600)  # 1 GiB, filled, then detached: in no process's memory
+if _segment < 0:
+    raise OSError(ctypes.get_errno(), "shmget")
+_address = _libc.shmat(_segment, None, 0)
+ctypes.memset(_address, 1, 2**30)
+_libc.shmdt(ctypes.c_void_p(_address))
+"""
+MEMFD = """\
+import os
+_held = []
+for _number in range(16):  # 1 GiB in memfd files of 64 MiB (the file-size limit): not RSS, not address space
+    _held.append(os.memfd_create(f"held-{_number}"))
+    os.write(_held[-1], bytes(2**26))
+"""
+SYSV_MESSAGES = """\
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+_message = (ctypes.c_char * (8 + 8192))(b"\\x01")  # mtype 1, 8 KiB of text
+for _ in range(32000):  # the namespace's queues (msgmni) of 16 KiB (msgmnb) each: 500 MiB, the most it allows
+    _queue = _libc.msgget(0, 0o1600)
+    if _queue < 0:
+        raise OSError(ctypes.get_errno(), "msgget")
+    while _libc.msgsnd(_queue, _message, 8192, 0o4000) == 0:  # IPC_NOWAIT: until the queue is full
+        pass
+"""
+SEMAPHORES = """\
+import ctypes
+_libc = ctypes.CDLL(None, use_errno=True)
+for _ in range(500):  # sets of 32,000 semaphores (semmsl), about 2 MiB of kernel memory each: 1 GiB
+    if _libc.semget(0, 32000, 0o1600) < 0:
+        raise OSError(ctypes.get_errno(), "semget")
+"""
+SHARED_AFTER_FORK = """\
+import mmap, os, time
+_block = mmap.mmap(-1, 2**30, flags=mmap.MAP_SHARED)  # 1 GiB of shared memory, filled here
+for _start in range(0, 2**30, 2**24):
+    _block[_start : _start + 2**24] = bytes(2**24)
+if os.fork() == 0:
+    time.sleep(600)  # held only by a child that never touched it: resident in no process
+_block.close()
+"""
+TMPFS_AND_RSS = """\
+import contextlib, os, time
+for _number in range(48):  # 3 GiB asked, in files of 64 MiB (the file-size limit), of file systems of 256 MiB
+    _folder = ("/tmp", "/dev/shm", os.getcwd())[_number % 3]
+    with contextlib.suppress(OSError), open(f"{_folder}/fill-{_number}", "wb") as _out:
+        _out.write(bytes(2**26))
+_held = bytearray(1400 * 2**20)
+_held[:: 4096] = b"x" * len(range(0, len(_held), 4096))  # 1.4 GiB resident: with the files, over 2 GiB
+time.sleep(1)
+"""
+# Kernel memory that a jail's IPC, memfd, shared mappings and tmpfs use (/proc/meminfo, kB).
+KERNEL_FIELDS = ("Shmem", "SUnreclaim", "VmallocUsed")
+
+
+def _kernel_held() -> int:
+    fields = dict(line.split(":") for line in Path("/proc/meminfo").read_text().splitlines())
+    return sum(int(fields[name].split()[0]) * 1024 for name in KERNEL_FIELDS)
+
+
+def _host_ipc_and_shm() -> tuple:
+    """The grader's System V objects (/proc/sysvipc, of the IPC namespace it runs in) and /dev/shm."""
+    return tuple(Path(f"/proc/sysvipc/{kind}").read_text() for kind in ("shm", "msg", "sem")), sorted(
+        os.listdir("/dev/shm")
+    )
+
+
+@pytest.mark.parametrize(
+    ("attack", "cells", "error", "kernel_bound"),
+    [
+        ("refused", [MEMFD, SYSV_SHM, SYSV_MESSAGES, SEMAPHORES, SHARED_AFTER_FORK], "", 2**28),
+        ("tmpfs-and-rss", [TMPFS_AND_RSS], "over the 2 GiB limit", 3 * 2**28 + 2**28),
+    ],
+)
+def test_memory_outside_every_process_is_refused_or_counted(dist, tmp_path, attack, cells, error, kernel_bound):
+    """Memory that no process's resident memory shows, 4.5 GiB in all, one cell each in one notebook: 1 GiB in memfd
+    files, 1 GiB of System V shared memory left detached, 500 MiB of message queues (the most the namespace allows),
+    1 GiB of semaphore sets and 1 GiB of shared memory held by a child that never touched it. Each is refused (EPERM
+    from the seccomp filter), its cell ends, and the reference's answers keep full marks, 14. The jail's file
+    systems fill to their 768 MiB, which count against the 2 GiB limit with the 1.4 GiB the cell then holds: killed,
+    0. What is held stays held while the jail lives (the checker runs on), so the kernel's shared, unreclaimable and
+    vmalloc memory, sampled every 20 ms while grading (other sessions' use included), may not rise by more than
+    ``kernel_bound``: 256 MiB, plus the 768 MiB of the file systems where they are filled. Without the filter, each
+    System V or shared-memory attack alone held 513 to 1031 MiB more, those four together 3560 MiB. Nothing of the
+    grader's System V objects, /dev/shm or the marker files changes."""
+    import threading
+
+    from homework_support import outside_state, questions
+
+    folder, out = tmp_path / "submissions", tmp_path / "out"
+    submission = reference(dist, HW1)
+    for source in cells:
+        submission = with_cell(submission, source)
+    write(submission, folder / f"{attack}.ipynb")
+    before, baseline, peak, done = (outside_state(), _host_ipc_and_shm()), _kernel_held(), [0], threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.02):
+            peak[0] = max(peak[0], _kernel_held() - baseline)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        _grade_folder(folder, dist, out, timeout=60)
+    finally:
+        done.set()
+        sampler.join()
+    row = sheets(out)[f"{attack}.ipynb"]
+    print(
+        f"{attack}: {row['error'] or 'no error'}, {row['total']} points, the kernel held {peak[0] / 2**20:.0f} MiB more"
+    )
+    assert float(row["total"]) == (0.0 if error else sum(questions(HW1).values()))
+    assert (error in row["error"] if error else row["error"] == "") and peak[0] <= kernel_bound
+    assert (outside_state(), _host_ipc_and_shm()) == before
+
+
+# Every call the seccomp filter refuses, tried in a bare jail; then which folders take a file. Printed as JSON.
+REFUSALS = """\
+import ctypes, errno, json, mmap, os, select, socket
+_libc = ctypes.CDLL(None, use_errno=True)
+_calls = {
+    "shmget": lambda: _libc.shmget(0, 2**20, 0o1600),
+    "msgget": lambda: _libc.msgget(0, 0o1600),
+    "semget": lambda: _libc.semget(0, 1, 0o1600),
+    "mq_open": lambda: _libc.mq_open(b"/q", os.O_CREAT | os.O_RDWR, 0o600, None),
+    "memfd_create": lambda: os.memfd_create("held"),
+    "socket": lambda: socket.socket(socket.AF_UNIX),
+    "socketpair": lambda: socket.socketpair(),
+    "pipe": lambda: os.pipe(),
+    "mkfifo": lambda: os.mkfifo("/tmp/fifo"),
+    "epoll": lambda: select.epoll(),
+    "inotify": lambda: _libc.inotify_init1(0),
+    "shared anonymous mmap": lambda: mmap.mmap(-1, 4096, flags=mmap.MAP_SHARED),
+    "shared /dev/zero mmap": lambda: mmap.mmap(os.open("/dev/zero", os.O_RDWR), 4096, flags=mmap.MAP_SHARED),
+    "terminal": lambda: os.open("/dev/ptmx", os.O_RDWR),
+}
+_result = {}
+for _name, _call in _calls.items():
+    try:
+        _result[_name] = "allowed" if _call() not in (-1,) else errno.errorcode[ctypes.get_errno()]
+    except OSError as _error:
+        _result[_name] = errno.errorcode[_error.errno]
+_private = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE)  # what Python's allocators use: still allowed
+_writable = []
+for _folder in ("/", "/dev", "/grader", "/usr", "/proc/sys", "/tmp", "/dev/shm", "/submission"):
+    try:
+        open(os.path.join(_folder, "probe"), "w").close()
+        _writable.append(_folder)
+    except OSError:
+        pass
+print(json.dumps([_result, _writable]), flush=True)
+_libc.syscall(0x40000000 | 39)  # an x32 call (getpid): the filter kills the process
+print("survived an x32 call", flush=True)
+"""
+
+
+@pytest.mark.parametrize("user", ["root", "nobody"])
+def test_a_jail_refuses_memory_outside_its_processes(user, tmp_path):
+    """As root (setpriv to the jail's uid) and as an ordinary user (user namespace, where bwrap's own / and /dev were
+    tmpfs of half the machine's RAM that the user owned): every refused call fails with EPERM (a terminal: no
+    such device), only the three 256 MiB file systems take a file, and an x32 system call kills the process."""
+    import shutil
+    import subprocess
+
+    from homework_support import HOMEWORK
+
+    python = shutil.which("python3", path="/usr/bin")
+    user_of = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if user == "nobody" else []
+    command = [*user_of, python, str(HOMEWORK / "jail.py"), python, REFUSALS]
+    done = subprocess.run(command, capture_output=True, text=True, cwd="/", check=True)
+    first, *rest = done.stdout.splitlines()
+    refused, writable = json.loads(first)
+    assert refused == {name: "EPERM" for name in refused} | {"terminal": "ENOENT"} and len(refused) == 14
+    assert writable == ["/tmp", "/dev/shm", "/submission"] and rest == []
+
+
+def test_the_seccomp_filter_decides_every_call_of_both_architectures():
+    """The filter run by a classic-BPF interpreter over both architectures' call numbers 0-499 (and x32 ones, and
+    an architecture it does not know), with every mapping type: each refused call gets EPERM, ``mmap`` only when not
+    MAP_PRIVATE, every other call is allowed, x32 and unknown architectures are killed."""
+    from homework_support import jail
+
+    program = [struct.unpack("=HBBI", chunk) for chunk in _chunks(jail.seccomp_filter(), 8)]
+    i386 = 0x40000003
+    for arch_name, arch in [*jail.AUDIT_ARCH.items(), ("i386", i386)]:
+        for number in [*range(500), 0x40000000 | 39]:
+            for flags in (0x02, 0x22, 0x01, 0x21, 0x03, 0x0A) if number == jail.MMAP.get(arch_name) else (0x01,):
+                data = struct.pack("=iIQ6Q", number, arch, 0, 0, 0, 0, flags, 0, 0)
+                if arch == i386 or number >= 0x40000000:
+                    expected = jail.KILL
+                elif number in jail.DENIED[arch_name].values() or (
+                    number == jail.MMAP[arch_name] and flags & 0x0F != 0x02
+                ):
+                    expected = jail.EPERM
+                else:
+                    expected = jail.ALLOW
+                assert _run_bpf(program, data) == expected, (arch_name, number, hex(flags))
+
+
+def _chunks(data: bytes, size: int) -> list[bytes]:
+    return [data[start : start + size] for start in range(0, len(data), size)]
+
+
+def _run_bpf(program: list[tuple], data: bytes) -> int:
+    """A classic-BPF interpreter for the instructions the filter uses (load word, and, jeq, jge, ret)."""
+    accumulator, pc = 0, 0
+    while True:
+        code, jump_true, jump_false, k = program[pc]
+        pc += 1
+        if code == 0x20:
+            (accumulator,) = struct.unpack_from("=I", data, k)
+        elif code == 0x54:
+            accumulator &= k
+        elif code in (0x15, 0x35):
+            taken = accumulator == k if code == 0x15 else accumulator >= k
+            pc += jump_true if taken else jump_false
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"an instruction the interpreter does not know: {code:#x}")

@@ -24,7 +24,8 @@ autodoc leave open, one module each:
 ``index_toggles``
     Gives the module index's collapse toggles an alt text that describes them.
 ``static``
-    Rebuilds the pages when the site's own CSS or JS changes.
+    Rebuilds the pages when the site's own CSS or JS changes, and the
+    source listings (viewcode) at every build.
 ``repository``
     Offers ``repository.url`` of ``_config.yml`` to the pages as
     ``{{ repository_url }}`` (the set-up page's ``git clone``).
