@@ -241,10 +241,10 @@ def _drop_inline_markers(cells, start, stop):
     [(_drop_raw_solution_cells, {"otter marker", "solution line"}), (_drop_inline_markers, {"solution line"})],
     ids=["raw-solution-cells-missing", "inline-markers-missing"],
 )
-def test_leak_check_catches_a_master_that_ships_its_solution(tmp_path, mutate, expected_kinds):
+def test_leak_check_catches_a_master_that_ships_its_solution(package, tmp_path, mutate, expected_kinds):
     """Otter accepts both broken masters without a word and ships the solution of q1."""
     master = _broken_master("hw1-advantages", "q1", mutate)
-    out = build.assign(master, "hw1-advantages", tmp_path, build.package_grpo_core(tmp_path), run_tests=False)
+    out = build.assign(master, "hw1-advantages", tmp_path, package, run_tests=False)
     student = (out / "student" / "hw1-advantages.ipynb").read_text(encoding="utf8")
     assert "centered / (std + eps)" in student, "the broken master must really leak"
     findings = leaks.find_leaks(master, out / "student")
