@@ -625,7 +625,42 @@ AUDIT = {
     1280: (("light", "all"), ("dark", "color-contrast")),
     NARROW: (("light", "other rules"),),
 }
-# axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation.
+# Code (highlighted blocks, API signatures) is text in thousands of spans of a few styles, and most of the time of
+# color-contrast went to them. Its verdict on an element is a function of what SAME_CONTRAST reads: the text's
+# own colours, font size and weight, shadow, stroke, filter and pseudo-content, and those of each element up to the
+# code block (whose background the text is drawn on), whether the text is whole inside the block's visible box
+# (axe calls scrolled-out text hidden), and whether it has letters or digits (axe leaves out text of punctuation,
+# symbols or emoji only, as its own rules decide: such a text is a key of its own). In
+# each block, color-contrast checks the first element of each such key; the others, marked data-same-contrast, would
+# get the same verdict. A span of a colour of its own is a key of its own: it is checked.
+SAME_CONTRAST = """() => {
+  for (const e of document.querySelectorAll('[data-same-contrast]')) e.removeAttribute('data-same-contrast');
+  const props = ['color', 'opacity', 'font-size', 'font-weight', 'text-shadow', 'background-color', 'background-image',
+    '-webkit-text-stroke-width', '-webkit-text-stroke-color', '-webkit-text-fill-color', 'filter', 'mix-blend-mode',
+    'visibility', 'display'];
+  const style = (e) => {
+    const s = getComputedStyle(e), before = getComputedStyle(e, '::before'), after = getComputedStyle(e, '::after');
+    return props.map((p) => s.getPropertyValue(p)).concat([before.content, after.content]).join(';');
+  };
+  let marked = 0;
+  for (const block of document.querySelectorAll('div.highlight pre, dt.sig')) {
+    const box = block.getBoundingClientRect(), seen = new Set();
+    for (const e of block.querySelectorAll('*')) {
+      const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('');
+      if (!text.trim()) continue;
+      const chain = [];
+      for (let a = e; a !== block; a = a.parentElement) chain.push(a.tagName + ':' + style(a));
+      const rects = [...e.getClientRects()];
+      const inside = rects.length === 1 && rects.every((r) => r.left >= box.left && r.right <= box.right
+        && r.top >= box.top && r.bottom <= box.bottom);
+      const key = [chain.join('|'), inside, /[\\p{L}\\p{N}]/u.test(text) || text].join('#');
+      if (seen.has(key)) { e.setAttribute('data-same-contrast', ''); marked++; } else seen.add(key);
+    }
+  }
+  return marked;
+}"""
+# axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the elements
+# SAME_CONTRAST leaves unmarked).
 AXE_RUN = """async ({tags, rules}) => {
   const options = { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } };
   if (rules === 'color-contrast') options.runOnly = { type: 'rule', values: ['color-contrast'] };
@@ -664,6 +699,7 @@ NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; }"
 def add_axe(page) -> None:
     """Put axe-core into the page, with its colours switching without transitions, and start WATCH_THE_THEME."""
     page.add_script_tag(path=str(AXE))
+    page.evaluate("() => axe.configure({ rules: [{ id: 'color-contrast', selector: '*:not([data-same-contrast])' }] })")
     page.add_style_tag(content=NO_TRANSITIONS)
     page.evaluate(WATCH_THE_THEME, THEME_DEBOUNCE_MS)
 
@@ -679,6 +715,8 @@ def audit_at_this_width(page, found: dict) -> None:
         for scheme, rules in AUDIT[width]:
             page.emulate_media(color_scheme=scheme)
             page.wait_for_function(THEME_IS, arg=scheme)
+            if rules != "other rules":
+                page.evaluate(SAME_CONTRAST)
             violations = page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules})
             found.setdefault((scheme, width), {}).update(violations)
     finally:
@@ -737,14 +775,18 @@ def test_the_vendored_axe_core_is_the_one_its_readme_names():
 
 def test_axe_finds_what_it_is_meant_to(reader, site):
     """The audit cannot pass vacuously: text of too little contrast, an image without alt text and an unnamed
-    input put on a page are each reported, in every pass that looks for them."""
+    input put on a page are each reported, in every pass that looks for them; so is a faint word in a code block
+    after words of the same class in the block's own colour (SAME_CONTRAST checks one element of each style)."""
 
     def spoil(page):
         page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('afterbegin',
-          '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">')""")
+          '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">'
+          + '<div class="highlight"><pre><span class="n">alpha</span> <span class="n">beta</span> '
+          + '<span class="n" id="faint-code" style="color:#bbb">gamma</span></pre></div>')""")
 
     found = audit(reader, site, "book/notation.html", before=spoil)
     assert {"color-contrast", "image-alt", "label"} <= set(found["light", 1280]), found
+    assert "#faint-code" in [target for target, _ in found["light", 1280]["color-contrast"]], found
     assert "color-contrast" in found["dark", 1280], found
     assert {"image-alt", "label"} <= set(found["light", NARROW]), found
 
