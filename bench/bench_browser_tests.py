@@ -11,6 +11,7 @@ Run: ``.venv/bin/python bench/bench_browser_tests.py [tests/test_site.py ...]``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -48,10 +49,8 @@ def measure(path: str) -> tuple[int, float, float, float]:
         except psutil.NoSuchProcess:
             break
         for process in processes:
-            try:
+            with contextlib.suppress(psutil.Error):  # it ended meanwhile: its last value stands
                 seen[process.pid, process.create_time()] = cpu_seconds(process)
-            except psutil.Error:
-                pass
         loads.append(os.getloadavg()[0])
         time.sleep(0.1)
     test.wait()
