@@ -22,8 +22,12 @@ LAB_PAGE = "notebooks/11-bandit-lab.html"
 TIMEOUT_MS = 30_000
 # Window widths of the sideways-scrolling check: small and large phones, tablets, the theme's breakpoints, laptops.
 WINDOW_WIDTHS = (360, 390, 768, 1024, 1100, 1280, 1920)
-NEXT_FRAME = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
-OVERFLOW = "() => [document.documentElement.scrollWidth, window.innerWidth]"
+# After a resize, at the next frame (the resize handlers have run and the page is laid out again): the page's width
+# and the window's, in one call.
+OVERFLOW = """async () => {
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  return [document.documentElement.scrollWidth, window.innerWidth];
+}"""
 NETWORK = ("http", "https", "ws", "wss")  # blob: and data: URLs are the page's own memory, not requests
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
-from site_browser import LAB_PAGE, NEXT_FRAME, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
+from site_browser import LAB_PAGE, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
 from test_lab_parity import PLAY, first_difference
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
@@ -226,7 +226,6 @@ def test_the_lab_page_fits_every_width(browser, site):
         page.wait_for_selector(".cell_output .grpo-lab .grpo-lab-ledger li")
         for width in sorted(WINDOW_WIDTHS, reverse=True):
             page.set_viewport_size({"width": width, "height": 900})
-            page.evaluate(NEXT_FRAME)
             scroll, inner = page.evaluate(OVERFLOW)
             assert scroll <= inner, f"the §11 page scrolls sideways at {width} px ({scroll} > {inner})"
             layout = page.evaluate(LAYOUT)

@@ -34,7 +34,6 @@ import pytest
 import yaml
 from site_browser import (
     LAB_PAGE,
-    NEXT_FRAME,
     OVERFLOW,
     ROOT,
     SCREENSHOTS,
@@ -123,9 +122,19 @@ class Visit:
     tables: list[tuple[int, int]] = field(default_factory=list)
     overflow: dict[int, tuple[int, int]] = field(default_factory=dict)
     axe: dict[tuple[str, int], dict] = field(default_factory=dict)
+    figures_narrow: tuple[list[dict], list] = ([], [])  # FIGURES and INLINE_SVG_TEXT at NARROW
 
 
 _VISITS: dict[str, Visit] = {}
+
+
+def settle(page) -> tuple[dict, list[str]]:
+    """Wait for a loaded page to be complete: its math typeset, its images decoded, its fonts loaded. Returns
+    MATH_STATE's and BROKEN_IMAGES' findings."""
+    math = page.evaluate(MATH_STATE)  # waits for MathJax to finish typesetting
+    broken = page.evaluate(BROKEN_IMAGES)  # also: every image loaded and laid out, for the figure sizes
+    page.evaluate("() => document.fonts.ready.then(() => null)")
+    return math, broken
 
 
 def visit(reader, site: str, name: str) -> Visit:
@@ -139,28 +148,26 @@ def visit(reader, site: str, name: str) -> Visit:
     page.set_viewport_size({"width": WIDE, "height": 900})
     log = _open(page, site + name, idle=False)
     try:
-        math = page.evaluate(MATH_STATE)  # waits for MathJax to finish typesetting
-        broken = page.evaluate(BROKEN_IMAGES)  # also: every image loaded and laid out, for the figure sizes
-        page.evaluate("() => document.fonts.ready.then(() => null)")
+        math, broken = settle(page)
         _screenshot(page, name)
         figures, inline_svg_text = page.evaluate(FIGURES), page.evaluate(INLINE_SVG_TEXT)
-        layout, overflow, tables, axe = {WIDE: page.evaluate(LAYOUT)}, {}, [], {}
+        layout, overflow, tables, axe, narrow = {WIDE: page.evaluate(LAYOUT)}, {}, [], {}, ([], [])
         add_axe(page)
         for width in sorted({*WINDOW_WIDTHS, NARROW}, reverse=True):
             page.set_viewport_size({"width": width, "height": 900})
-            page.evaluate(NEXT_FRAME)  # resize handlers have run and the page is laid out again
-            overflow[width] = tuple(page.evaluate(OVERFLOW))
-            if width in AUDIT:
-                audit_at_this_width(page, axe)
+            overflow[width] = tuple(page.evaluate(OVERFLOW))  # after the resize handlers and a layout
             if width == TABLE_WIDTH:
                 tables = page.evaluate(TABLES)
-            if width == NARROW:
+            if width == NARROW:  # measured before the audit, while the theme's debounced handler waits (AUDIT)
                 layout[NARROW] = page.evaluate(LAYOUT)
+                narrow = (page.evaluate(FIGURES), page.evaluate(INLINE_SVG_TEXT))
                 _screenshot(page, f"{NARROW}px/{name}")
+            if width in AUDIT:
+                audit_at_this_width(page, axe)
         requests = (list(log.errors), log.foreign_requests(site), list(log.failures), served_errors())
     finally:
         log.detach()
-    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow, axe)
+    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow, axe, narrow)
     _VISITS[name] = seen
     return seen
 
@@ -607,30 +614,81 @@ def test_the_first_visit_requests_nothing_missing(page, site):
 
 AXE = ROOT / "tests" / "_vendor" / "axe-core" / "axe.min.js"  # vendored from npm (tests/_vendor/README.md)
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-# The audit of a page: at each window width, the passes (colour scheme, which rules, what is left out). Each axe
-# run costs a walk of the whole page, so the passes are as few as can still find everything:
+# The audit of a page: at each window width, the passes (colour scheme, which rules). Each axe run costs a walk of
+# the whole page, so the passes are as few as can still find everything:
 # - at 1280 px every rule, light; then, dark, what the colours decide (color-contrast);
-# - at 390 px every rule but color-contrast (the colours of an element do not depend on the width), light;
-# - the dark pass leaves out MathJax's output, which takes the colour of the text around it, checked there (its
-#   thousands of glyph elements would double the time of the pass on the notebook pages).
+# - at 390 px every rule but color-contrast (the colours of an element do not depend on the width), light.
+# MathJax draws its glyphs as CSS content (mjx-c::before), which axe-core's color-contrast does not read: no pass
+# measures the colour of math (excluding mjx-container from the dark pass, as the audit once did, changed nothing
+# it found and cost time).
 AUDIT = {
-    1280: (("light", "all", ()), ("dark", "color-contrast", ("mjx-container",))),
-    NARROW: (("light", "other rules", ()),),
+    1280: (("light", "all"), ("dark", "color-contrast")),
+    NARROW: (("light", "other rules"),),
 }
-# pydata-sphinx-theme makes what scrolls at the new width focusable 300 ms after a resize (debounced).
-THEME_RESIZE_MS = 400
-# axe-core's rules at WCAG 2.1 A and AA, in a context that leaves out ``exclude``: {rule: [(target, why)]} of
-# each violation.
-AXE_RUN = """async ({tags, rules, exclude}) => {
+# Code (highlighted blocks, API signatures) is text in thousands of spans of a few styles, and most of the time of
+# color-contrast went to them. Its verdict on an element is a function of what SAME_CONTRAST reads: the text's
+# own colours, font size and weight, shadow, stroke, filter and pseudo-content, and those of each element up to the
+# code block (whose background the text is drawn on), whether the text is whole inside the block's visible box
+# (axe calls scrolled-out text hidden), and whether it has letters or digits (axe leaves out text of punctuation,
+# symbols or emoji only, as its own rules decide: such a text is a key of its own). In
+# each block, color-contrast checks the first element of each such key; the others, marked data-same-contrast, would
+# get the same verdict. A span of a colour of its own is a key of its own: it is checked.
+SAME_CONTRAST = """() => {
+  for (const e of document.querySelectorAll('[data-same-contrast]')) e.removeAttribute('data-same-contrast');
+  const props = ['color', 'opacity', 'font-size', 'font-weight', 'text-shadow', 'background-color', 'background-image',
+    '-webkit-text-stroke-width', '-webkit-text-stroke-color', '-webkit-text-fill-color', 'filter', 'mix-blend-mode',
+    'visibility', 'display'];
+  const style = (e) => {
+    const s = getComputedStyle(e), before = getComputedStyle(e, '::before'), after = getComputedStyle(e, '::after');
+    return props.map((p) => s.getPropertyValue(p)).concat([before.content, after.content]).join(';');
+  };
+  let marked = 0;
+  for (const block of document.querySelectorAll('div.highlight pre, dt.sig')) {
+    const box = block.getBoundingClientRect(), seen = new Set();
+    for (const e of block.querySelectorAll('*')) {
+      const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('');
+      if (!text.trim()) continue;
+      const chain = [];
+      for (let a = e; a !== block; a = a.parentElement) chain.push(a.tagName + ':' + style(a));
+      const rects = [...e.getClientRects()];
+      const inside = rects.length === 1 && rects.every((r) => r.left >= box.left && r.right <= box.right
+        && r.top >= box.top && r.bottom <= box.bottom);
+      const key = [chain.join('|'), inside, /[\\p{L}\\p{N}]/u.test(text) || text].join('#');
+      if (seen.has(key)) { e.setAttribute('data-same-contrast', ''); marked++; } else seen.add(key);
+    }
+  }
+  return marked;
+}"""
+# axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the elements
+# SAME_CONTRAST leaves unmarked).
+AXE_RUN = """async ({tags, rules}) => {
   const options = { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } };
   if (rules === 'color-contrast') options.runOnly = { type: 'rule', values: ['color-contrast'] };
   if (rules === 'other rules') options.rules = { 'color-contrast': { enabled: false } };
-  const result = await axe.run({ exclude: exclude.map((selector) => [selector]) }, options);
+  const result = await axe.run(document, options);
   return Object.fromEntries(result.violations.map((v) => [v.id, v.nodes.map((n) => [
     n.target.join(' '), (n.failureSummary || '').split('\\n').slice(1, 2).join('').trim().slice(0, 120)])]));
 }"""
 # The colour scheme the page shows (pydata-sphinx-theme's data-theme), once it follows the reader's setting.
 THEME_IS = "(scheme) => document.documentElement.dataset.theme === scheme"
+# pydata-sphinx-theme makes what scrolls focusable (tabindex 0; axe's scrollable-region-focusable) 300 ms after the
+# last resize of the window or change of the page's main content (a debounced setTimeout). WATCH_THE_THEME mirrors
+# that debounce in the page, registered after the theme's, so that its timer fires after the theme's:
+# ``window.themeSettled`` resolves once the theme has caught up, in the page's own clock (a fixed wait in the
+# test's clock would be too short on a loaded machine and too long on an idle one).
+THEME_DEBOUNCE_MS = 300
+WATCH_THE_THEME = """(ms) => {
+  let timer = null, done = null;
+  const restart = () => {
+    clearTimeout(timer);
+    if (!done) window.themeSettled = new Promise((resolve) => { done = resolve; });
+    timer = setTimeout(() => { done(); done = null; }, ms);
+  };
+  window.addEventListener('resize', restart);
+  const main = document.getElementById('main-content');
+  if (main) new MutationObserver(restart).observe(main, { subtree: true, childList: true });
+  restart();
+}"""
 
 
 # While the audit switches the colour scheme, colours change at once: a transition (the theme's search button has
@@ -639,22 +697,27 @@ NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; }"
 
 
 def add_axe(page) -> None:
-    """Put axe-core into the page, with its colours switching without transitions."""
+    """Put axe-core into the page, with its colours switching without transitions, and start WATCH_THE_THEME."""
     page.add_script_tag(path=str(AXE))
+    page.evaluate("() => axe.configure({ rules: [{ id: 'color-contrast', selector: '*:not([data-same-contrast])' }] })")
     page.add_style_tag(content=NO_TRANSITIONS)
+    page.evaluate(WATCH_THE_THEME, THEME_DEBOUNCE_MS)
 
 
 def audit_at_this_width(page, found: dict) -> None:
     """Run the passes of AUDIT for the page's window width (axe-core is in the page) into ``found``: {(colour
-    scheme, width): {rule: [(target, why)]}}. The site follows the colour scheme the reader's system asks for;
-    the browser's own setting is given back afterwards."""
+    scheme, width): {rule: [(target, why)]}}, once the theme has caught up with the last resize (WATCH_THE_THEME).
+    The site follows the colour scheme the reader's system asks for; the browser's own setting is given back
+    afterwards."""
     width = page.viewport_size["width"]
-    page.wait_for_timeout(THEME_RESIZE_MS)
+    page.evaluate("() => window.themeSettled")
     try:
-        for scheme, rules, exclude in AUDIT[width]:
+        for scheme, rules in AUDIT[width]:
             page.emulate_media(color_scheme=scheme)
             page.wait_for_function(THEME_IS, arg=scheme)
-            violations = page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules, "exclude": list(exclude)})
+            if rules != "other rules":
+                page.evaluate(SAME_CONTRAST)
+            violations = page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules})
             found.setdefault((scheme, width), {}).update(violations)
     finally:
         page.emulate_media(color_scheme="null")
@@ -662,13 +725,15 @@ def audit_at_this_width(page, found: dict) -> None:
 
 def audit(page, site: str, name: str, *, before=None) -> dict[tuple[str, int], dict]:
     """axe-core's WCAG 2.1 A/AA violations of ``name`` after ``before(page)`` (the lab's steps), by colour scheme
-    and window width (AUDIT). The pages of the site are audited during their :func:`visit` instead."""
+    and window width (AUDIT): the page loaded at 1280 px and audited, then narrowed and audited. The pages of the
+    table of contents are audited during their :func:`visit` instead, the source listings here."""
     assert (SITE / name).is_file(), f"{name} was not built"
     found: dict[tuple[str, int], dict] = {}
+    size = page.viewport_size
     page.set_viewport_size({"width": 1280, "height": 900})
     try:
-        _open(page, site + name)
-        page.evaluate(MATH_STATE)
+        _open(page, site + name, idle=False)
+        settle(page)
         add_axe(page)
         if before:
             before(page)
@@ -676,7 +741,7 @@ def audit(page, site: str, name: str, *, before=None) -> dict[tuple[str, int], d
             page.set_viewport_size({"width": width, "height": 900})
             audit_at_this_width(page, found)
     finally:
-        page.set_viewport_size({"width": WIDE, "height": 900})
+        page.set_viewport_size(size)
     return found
 
 
@@ -695,7 +760,8 @@ SOURCE_PAGES = [
 @pytest.mark.parametrize("name", [*PAGES, *SOURCE_PAGES])
 def test_axe_finds_no_wcag_violation(reader, site, name):
     """WCAG 2.1 A and AA as axe-core checks them: 0 violations on every page, light and dark, 1280 and 390 px."""
-    found = {f"{scheme} {width}px": rules for (scheme, width), rules in visit(reader, site, name).axe.items() if rules}
+    audited = visit(reader, site, name).axe if name in PAGES else audit(reader, site, name)
+    found = {f"{scheme} {width}px": rules for (scheme, width), rules in audited.items() if rules}
     assert found == {}, "axe-core's violations: {rule: [(element, what fails)]}, by colour scheme and width"
 
 
@@ -709,14 +775,18 @@ def test_the_vendored_axe_core_is_the_one_its_readme_names():
 
 def test_axe_finds_what_it_is_meant_to(reader, site):
     """The audit cannot pass vacuously: text of too little contrast, an image without alt text and an unnamed
-    input put on a page are each reported, in every pass that looks for them."""
+    input put on a page are each reported, in every pass that looks for them; so is a faint word in a code block
+    after words of the same class in the block's own colour (SAME_CONTRAST checks one element of each style)."""
 
     def spoil(page):
         page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('afterbegin',
-          '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">')""")
+          '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">'
+          + '<div class="highlight"><pre><span class="n">alpha</span> <span class="n">beta</span> '
+          + '<span class="n" id="faint-code" style="color:#bbb">gamma</span></pre></div>')""")
 
     found = audit(reader, site, "book/notation.html", before=spoil)
     assert {"color-contrast", "image-alt", "label"} <= set(found["light", 1280]), found
+    assert "#faint-code" in [target for target, _ in found["light", 1280]["color-contrast"]], found
     assert "color-contrast" in found["dark", 1280], found
     assert {"image-alt", "label"} <= set(found["light", NARROW]), found
 
