@@ -71,15 +71,16 @@ def notebook(scale, shift):
 
 @pytest.mark.nbval
 def test_nbval_fails_on_a_one_percent_figure_move_and_on_a_last_digit_change(tmp_path):
-    """Three copies of one notebook keep the outputs stored by running it as it is; in two, the code then changes:
-    the curve is scaled by 1.01 (its axis holds fixed limits), or the number printed to 4 decimals moves by 1e-4.
-    nbval (as ``make test`` calls it) passes the unchanged copy and fails exactly the changed cell of each other."""
+    """Two copies of one notebook keep the outputs stored by running it as it is; then the code changes: in one the
+    curve is scaled by 1.01 (its axis holds fixed limits), in the other the number printed to 4 decimals moves by
+    1e-4. nbval (as ``make test`` calls it) fails exactly the changed cell of each and passes every other cell, so
+    each cell is also seen to pass unchanged (cell 0 in both, the figure in one, the number in the other)."""
     from nbclient import NotebookClient
 
     stored = notebook(1.0, 0.0)
     NotebookClient(stored, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     assert "curve" in stored.cells[1].outputs[0]["data"]["text/plain"]
-    for name, scale, shift in [("same", 1.0, 0.0), ("figure_moved", 1.01, 0.0), ("number_moved", 1.0, 1e-4)]:
+    for name, scale, shift in [("figure_moved", 1.01, 0.0), ("number_moved", 1.0, 1e-4)]:
         copy = nbformat.from_dict(json.loads(nbformat.writes(stored)))
         copy.cells[0].source = notebook(scale, shift).cells[0].source
         nbformat.write(copy, tmp_path / f"{name}.ipynb")
@@ -97,7 +98,7 @@ def test_nbval_fails_on_a_one_percent_figure_move_and_on_a_last_digit_change(tmp
         if outcome in ("PASSED", "FAILED"):
             outcomes[test.split(" - ")[0].rsplit("/", 1)[-1]] = outcome
     expected = {
-        f"{name}.ipynb::Cell {cell}": "PASSED" for name in ("same", "figure_moved", "number_moved") for cell in range(3)
+        f"{name}.ipynb::Cell {cell}": "PASSED" for name in ("figure_moved", "number_moved") for cell in range(3)
     }
     expected |= {"figure_moved.ipynb::Cell 1": "FAILED", "number_moved.ipynb::Cell 2": "FAILED"}
     assert outcomes == expected, run.stdout[-3000:]

@@ -15,8 +15,8 @@ import torch
 # transformers 5.24 warns about its own renames (gradient_checkpointing → activation_checkpointing) inside TRL
 pytestmark = pytest.mark.filterwarnings("ignore:.*checkpointing.*:FutureWarning")
 
+# TRL's defaults are trained (once) by test_the_default_run, which makes the same checks and more
 SETTINGS = {
-    "defaults": {},
     "scale_rewards=batch": {"scale_rewards": "batch"},
     "scale_rewards=none": {"scale_rewards": "none"},
     "loss_type=grpo": {"loss_type": "grpo"},
@@ -57,9 +57,7 @@ def moved_quantities(bridge, config, trainer):
     ]
 
 
-@pytest.mark.parametrize("overrides", SETTINGS.values(), ids=SETTINGS.keys())
-def test_grpo_core_reproduces_every_logged_quantity(bridge, model_dir, tmp_path, overrides):
-    config, trainer = train(bridge, model_dir, tmp_path, **overrides)
+def assert_reproduced(bridge, config, trainer):
     assert [record.step for record in trainer.records] == [1, 2]
     compared = {name for record in trainer.records for name, *_ in bridge.compare(record, config)}
     expected = {"advantages", "grad", "loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean"}
@@ -67,24 +65,26 @@ def test_grpo_core_reproduces_every_logged_quantity(bridge, model_dir, tmp_path,
     assert moved_quantities(bridge, config, trainer) == []
 
 
-def test_the_second_iteration_is_off_policy_and_clips(bridge, model_dir, tmp_path):
-    # without ratios != 1 the clip comparison would be vacuous: step 1 is on-policy, step 2 is not
-    _, trainer = train(bridge, model_dir, tmp_path)
+@pytest.mark.parametrize("overrides", SETTINGS.values(), ids=SETTINGS.keys())
+def test_grpo_core_reproduces_every_logged_quantity(bridge, model_dir, tmp_path, overrides):
+    assert_reproduced(bridge, *train(bridge, model_dir, tmp_path, **overrides))
+
+
+def test_the_default_run(bridge, model_dir, tmp_path):
+    """TRL's defaults, trained once: every logged quantity reproduced, as for each setting above; the second iteration
+    is off-policy and clips (without ratios != 1 the clip comparison would be vacuous: step 1 is on-policy); the KL is
+    TRL 1.16.0's use_bias_correction_kl=True, the ratio-weighted k3: plain k3 must NOT reproduce TRL's gradient."""
+    config, trainer = train(bridge, model_dir, tmp_path)
+    assert_reproduced(bridge, config, trainer)
     first, second = trainer.records
     assert torch.equal(first.old_logps, first.logps)  # same weights, same inputs: ratio exactly 1
     assert float((second.logps - second.old_logps).abs().max()) > 0.1
     assert second.logged["clip_ratio/region_mean"] > 0.1
     assert second.logged["kl"] > 0
-
-
-def test_trl_default_kl_is_the_ratio_weighted_k3(bridge, model_dir, tmp_path):
-    # TRL 1.16.0's use_bias_correction_kl=True: recomputing with plain k3 must NOT reproduce TRL's gradient
-    config, trainer = train(bridge, model_dir, tmp_path)
-    record = trainer.records[1]
     assert config.use_bias_correction_kl is True
-    plain = bridge.recompute(record, bridge.bridge_config(tmp_path / "run", use_bias_correction_kl=False))
-    assert float((plain["grad"] - record.grad).abs().max()) > 1e-5
-    assert not bridge.agrees(record.logged["kl"], abs(plain["kl"] - record.logged["kl"]))
+    plain = bridge.recompute(second, bridge.bridge_config(tmp_path / "run", use_bias_correction_kl=False))
+    assert float((plain["grad"] - second.grad).abs().max()) > 1e-5
+    assert not bridge.agrees(second.logged["kl"], abs(plain["kl"] - second.logged["kl"]))
 
 
 def test_sequence_level_loss_agrees_but_trl_counts_clips_per_sequence(bridge, model_dir, tmp_path):
