@@ -6,19 +6,16 @@ every question is checked as the student's notebook checks it: otter's ``Noteboo
 files the student notebook writes (``build.public_test_files``) and the variant's namespace. A question whose
 public tests the grader's checker fails must print at most six lines, end with the failing assertion's message
 as the checker computed it, show a value the student's code produced, and hold no traceback, doctest trace or
-hidden-test line; every other question prints one line: all passed. Importing otter costs about 5 CPU-s; the
-variants' cells about 15 CPU-s.
+hidden-test line; every other question prints one line: all passed. About 30 CPU-s in all (importing otter, 5).
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import re
-import sys
 
 import pytest
-from homework_support import MISTAKES, WRONG, build, checker, leaks, runner
+from homework_support import MISTAKES, WRONG, InProcess, build, checker, leaks
 from test_homework_new import NEAR_MISSES, blanked, code_cells
 
 pytestmark = pytest.mark.homework
@@ -47,21 +44,10 @@ def variant_cells(name: str, patches: list | None) -> list[str]:
     return master_cells
 
 
-def namespace(cells: list[str]) -> dict:
-    """The notebook's namespace after its cells, as the student's kernel holds it (the real otter kept)."""
-    otter = sys.modules.get("otter")
-    try:
-        return runner.run_cells(cells)
-    finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
-        sys.modules.pop("otter")
-        if otter is not None:
-            sys.modules["otter"] = otter
-
-
 def public_failures(name: str, cells: list[str]) -> tuple[dict[str, str], dict]:
     """``({question: message}, namespace)``: the message of the first public case that the grader's checker fails,
     per question, and the namespace the cells left (the jail's part is played in this process)."""
-    key, jail = checker.make_key(build.master_notebook(name)), _InProcess()
+    key, jail = checker.make_key(build.master_notebook(name)), InProcess()
     _scores, feedback, error = checker.grade(key, cells, jail)
     assert error == ""
     failures: dict[str, str] = {}
@@ -69,17 +55,6 @@ def public_failures(name: str, cells: list[str]) -> tuple[dict[str, str], dict]:
         if not entry["hidden"] and not entry["passed"]:
             failures.setdefault(entry["question"], entry["message"])
     return failures, jail.namespace
-
-
-class _InProcess:
-    """The jailed runner's part, played in this process; the namespace is kept for otter's check."""
-
-    def ask(self, request: dict) -> dict:
-        if "cells" in request:
-            self.namespace = namespace(request["cells"])
-            names = [name for name in request["names"] if name in self.namespace]
-            return json.loads(json.dumps({"values": {name: runner.encode(self.namespace[name]) for name in names}}))
-        return json.loads(json.dumps(runner.answer(request, self.namespace)))
 
 
 def shows_a_value(source_line: str, message: str) -> bool:
