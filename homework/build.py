@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import json
 import re
 import shutil
@@ -63,6 +64,31 @@ LOCKED = {"deletable": False, "editable": False}
 GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "sheets.py")
 # np.allclose / torch.allclose / isclose broadcast: an answer of shape (0, 4) is "close" to any 4 numbers.
 BARE_CLOSE = re.compile(r"\b(?:all|is)close\(")
+# A question's public tests as the student's notebook runs them: one case of otter's exception-based format.
+PUBLIC_TEST_FILE = """\
+OK_FORMAT = False
+
+from otter.test_files import test_case
+
+name = {question!r}
+
+
+def notebook_values(env, *names):
+    \"\"\"The notebook's values of ``names``; a NameError says which are not defined yet.\"\"\"
+    missing = [each for each in names if each not in env]
+    if missing:
+        raise NameError(f"{{', '.join(missing)}} not defined: run the cells above this check first")
+    return [env[each] for each in names]
+
+
+@test_case(hidden=False)
+def public_checks(env):
+    try:
+{body}
+    except Exception as error:  # otter prints the failing line and this message: one line, whatever it shows
+        error.args = (" ".join(str(error).split()),)
+        raise
+"""
 
 
 def assignment_names() -> list[str]:
@@ -175,7 +201,7 @@ def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, 
         for script in GRADER_SCRIPTS:
             archive.write(HOMEWORK / script, f"grader/{script}")
     otters_zip.unlink()
-    portable_student_notebook(name, out / "student")
+    portable_student_notebook(name, out / "student", make_key(master))
     (out / "student" / "requirements.txt").write_text("\n".join([*pinned, OTTER_PIN]) + "\n")
     return out
 
@@ -185,19 +211,81 @@ def tests_folder(name: str) -> str:
     return f"{name}-tests"
 
 
-def portable_student_notebook(name: str, student: Path) -> None:
+def public_test_files(key: dict) -> dict[str, str]:
+    """``{"q1.py": source, ...}``: each question's public test cells as ONE test case of otter's exception-based format.
+
+    The cells run in order and the first assertion that fails ends the check, so ``grader.check`` prints that
+    assertion and its message (which shows the student's values: :func:`silent_assertions`) in six lines; the
+    doctest format prints every statement tried and a traceback. Each statement is one line (``ast.unparse``), the
+    line otter prints, and the message is made one line (a NumPy array's repr spans several). The notebook's names
+    come from the student's namespace (``env``), the rest stay local.
+    """
+    notebook = set().union(*(_top_level(cell) for cell in key["setup"]))
+    files = {}
+    for question in key["questions"]:
+        tree = ast.parse("\n".join(case["code"] for case in question["cases"] if not case["hidden"]))
+        if shadowed := sorted(_bound(tree) & notebook):
+            raise RuntimeError(f"{question['name']}: a public test assigns {shadowed}, which the notebook defines")
+        free = sorted(_loaded(tree) - _bound(tree) - set(dir(builtins)))
+        lines = [f"{', '.join(free)}{',' * (len(free) == 1)} = notebook_values(env, {', '.join(map(repr, free))})"]
+        lines = (lines if free else []) + ast.unparse(tree).splitlines()
+        body = "\n".join(f"        {line}" for line in lines)
+        files[f"{question['name']}.py"] = PUBLIC_TEST_FILE.format(question=question["name"], body=body)
+    return files
+
+
+def _top_level(source: str) -> set[str]:
+    """The names a notebook cell defines for the cells after it (not its functions' locals)."""
+    body = ast.parse(source).body
+    definitions = [node for node in body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
+    rest = ast.Module([node for node in body if node not in definitions], [])
+    return {node.name for node in definitions} | _bound(rest)
+
+
+def _loaded(tree: ast.AST) -> set[str]:
+    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+
+
+def _bound(tree: ast.AST) -> set[str]:
+    """Names a piece of code binds itself: assignments, arguments, imports, definitions."""
+    bound = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            bound.add(node.name)
+    return bound
+
+
+def silent_assertions(key: dict) -> list[str]:
+    """The public assertions whose message is not an f-string showing a value: a student who fails one would
+    not see what their code gave."""
+    found = []
+    for question in key["questions"]:
+        for case in question["cases"]:
+            asserts = [node for node in ast.walk(ast.parse(case["code"])) if isinstance(node, ast.Assert)]
+            for node in [] if case["hidden"] else asserts:
+                parts = node.msg.values if isinstance(node.msg, ast.JoinedStr) else []
+                if not any(isinstance(part, ast.FormattedValue) for part in parts):
+                    found.append(f"{question['name']}: {ast.unparse(node)}")
+    return found
+
+
+def portable_student_notebook(name: str, student: Path, key: dict) -> None:
     """Make ``student/NAME.ipynb`` work under any file name, in JupyterLab or on Colab.
 
-    ``otter assign`` writes the public tests to ``student/tests/`` and an init cell
-    that names the notebook file. Here the tests move *into* the notebook: a first
-    cell (tagged ``otter_ignore``, so grading never runs it) writes them to
+    ``otter assign`` writes the public tests to ``student/tests/`` (as doctests: replaced here by
+    :func:`public_test_files`) and an init cell that names the notebook file. Here the tests move *into* the
+    notebook: a first cell (tagged ``otter_ignore``, so grading never runs it) writes them to
     ``NAME-tests/`` next to the notebook and, on Colab, installs otter; the init
     cell reads them from there and no longer names the file, and the export cell
     exports the newest notebook of this assignment in the folder.
     """
     path = student / f"{name}.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    tests = {test.name: test.read_text() for test in sorted((student / "tests").glob("*.py"))}
+    tests = public_test_files(key)
     folder = tests_folder(name)
     marker = f'"assignment_name": "{name}"'
     lines = [
@@ -244,6 +332,9 @@ def build(name: str, dist: Path, package: Path, *, run_tests: bool = True) -> li
     broadcasting = [code for code in cases if BARE_CLOSE.search(code)]
     if broadcasting:
         raise RuntimeError(f"{name}: a test compares with a bare allclose/isclose (it broadcasts):\n{broadcasting[0]}")
+    silent = silent_assertions(make_key(master))
+    if silent:
+        raise RuntimeError(f"{name}: a public assertion's message must show the student's value:\n{silent[0]}")
     out = assign(master, name, dist, package, run_tests=run_tests)
     return find_leaks(master, out / "student")
 

@@ -18,8 +18,8 @@ Lines the master shows students anyway (prompt code, public tests, prose) and
 lines too short to identify anything are not secrets. The student directory
 written by ``otter assign`` must then contain none of the secret lines and none
 of otter's markers, and no test it ships — in the notebook's metadata, in a test
-file, or embedded in a cell as the student notebook carries its public tests — may
-be a hidden one.
+file, or embedded in a cell as the student notebook carries its public tests; in
+otter's doctest or exception-based format — may be a hidden one.
 """
 
 from __future__ import annotations
@@ -132,7 +132,8 @@ def master_secrets(master: nbformat.NotebookNode) -> tuple[set[str], set[str]]:
 
 
 def _test_cases(text: str) -> list[dict] | None:
-    """The cases of an otter test file's source (``test = {...}``), or None if ``text`` is not one."""
+    """The cases (``{"code", "hidden"}``) of an otter test file's source, or None if ``text`` is not one: a doctest
+    file's ``test = {...}``, or an exception-based file's functions decorated with ``@test_case(...)``."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -145,7 +146,21 @@ def _test_cases(text: str) -> list[dict] | None:
                 return None
             if isinstance(test, dict):
                 return [case for suite in test.get("suites", []) for case in suite.get("cases", [])]
-    return None
+    cases = [
+        {"code": ast.unparse(node), "hidden": _hidden_keyword(decorator)}
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        for decorator in node.decorator_list
+        if isinstance(decorator, ast.Call) and getattr(decorator.func, "id", None) == "test_case"
+    ]
+    return cases or None
+
+
+def _hidden_keyword(decorator: ast.Call) -> bool:
+    """``hidden=`` of a ``@test_case(...)`` decorator: False if absent (otter's default) or the constant False,
+    True for anything else (an expression is taken to be hidden)."""
+    hidden = [keyword.value for keyword in decorator.keywords if keyword.arg == "hidden"]
+    return bool(hidden) and not (isinstance(hidden[0], ast.Constant) and hidden[0].value is False)
 
 
 def _without_magic(line: str) -> str:

@@ -308,7 +308,7 @@ def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades
     assert all("message" not in entry for entry in failed if entry["hidden"])
     (untouched,) = [record for record in records if record["file"] == "untouched/hw1-advantages/any-name.ipynb"]
     assert untouched["tests"][0]["message"] == (
-        "one group of 4 rewards must give 4 advantages (your values: group_advantages(...) = None; "
+        "one group of 4 rewards must give 4 advantages, yours has shape () (your values: group_advantages(...) = None; "
         "group_advantages(...) = None)"
     )
 

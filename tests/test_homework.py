@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
 import subprocess
 import sys
@@ -172,7 +173,9 @@ def test_student_notebook_holds_no_solution_and_no_hidden_test(dist, name):
     embedded = leaks._embedded_test_files(setup.source)
     cases = [case for file_cases in embedded.values() for case in file_cases]
     assert len(embedded) == len(questions(master)) and not any(case["hidden"] for case in cases)
-    assert len(cases) == sum(info["public"] for info in questions(master).values())
+    assert len(cases) == len(questions(master)), "a question's public tests run as one check"
+    public = build.public_test_files(checker.make_key(master)).values()
+    assert list(embedded.values()) == [leaks._test_cases(text) for text in public], "the checks build writes"
     assert sorted(path.name for path in (dist / name / "student").iterdir()) == sorted(
         [f"{name}.ipynb", "requirements.txt"]
     )
@@ -351,3 +354,29 @@ def test_build_refuses_a_bare_allclose_in_a_test(monkeypatch, tmp_path):
     monkeypatch.setattr(build, "master_notebook", lambda name: master)
     with pytest.raises(RuntimeError, match="bare allclose"):
         build.build("hw9-failure-modes", tmp_path, tmp_path / "unused")
+
+
+# ---------------------------------------------------------------- what a failing public check prints, in a kernel
+
+
+def test_a_failing_check_in_the_students_kernel_prints_six_lines(dist, tmp_path):
+    """The student notebook, answered with the sample std, run in a Jupyter kernel up to ``grader.check("q1")``:
+    the check's output (text and HTML) is the failing assertion and its message with the student's value.
+    (tests/test_public_checks.py checks every near-miss of every assignment through the same otter call.)"""
+    from nbclient import NotebookClient
+
+    name = "hw1-advantages"
+    student = reference(dist, name)
+    sample_std = ("std = rewards.std(axis=-1, keepdims=True)", "std = rewards.std(axis=-1, keepdims=True, ddof=1)")
+    (answer,) = [cell for cell in student.cells if sample_std[0] in cell.source]
+    answer.source = answer.source.replace(*sample_std)
+    end = next(i for i, cell in enumerate(student.cells) if cell.source == 'grader.check("q1")')
+    student.cells = student.cells[: end + 1]
+    nbformat.write(student, tmp_path / f"{name}.ipynb")
+    NotebookClient(student, timeout=600, resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (output,) = student.cells[-1].outputs
+    text, html = output["data"]["text/plain"], output["data"]["text/html"]
+    lines, yours = text.splitlines(), f"yours {math.sqrt(3 / 4):.6f}"  # ddof=1 shrinks the std by sqrt((G-1)/G)
+    assert len(lines) == 6 and lines[0] == "q1 results:" and "Traceback" not in text + html, text
+    assert lines[-1].strip() == f"AssertionError: standardised: population std (np.std, ddof=0) 1, {yours}"
+    assert yours in html and "Trying:" not in html

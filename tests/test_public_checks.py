@@ -1,0 +1,101 @@
+"""What a student sees when a public check fails: the assertion, its message and their own values, in six lines.
+
+Each variant of every assignment's master (the reference, the blank notebook, and each plausible near-miss of
+tests/fixtures/homework/near_misses.toml and wrong_submissions.toml) runs its code cells in this process; then
+every question is checked as the student's notebook checks it: otter's ``Notebook.check`` on the public test
+files the student notebook writes (``build.public_test_files``) and the variant's namespace. A question whose
+public tests the grader's checker fails must print at most six lines, end with the failing assertion's message
+as the checker computed it, show a value the student's code produced, and hold no traceback, doctest trace or
+hidden-test line; every other question prints one line: all passed. About 30 CPU-s in all (importing otter, 5).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+from homework_support import MISTAKES, WRONG, InProcess, build, checker, leaks
+from test_homework_new import NEAR_MISSES, blanked, code_cells
+
+pytestmark = pytest.mark.homework
+MAX_LINES = 6
+TRACE = re.compile(r"Traceback|File \"|Trying:|Expecting|\*{10}|Failed example")
+
+
+def variants() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """``(id, assignment, [(old, new), ...])``: every master as given and with each plausible mistake."""
+    found = [(f"{name}-reference", name, []) for name in build.assignment_names()]
+    found += [(f"{name}-blank", name, None) for name in build.assignment_names()]
+    found += [(f"{m['assignment']}-{m['mistake']}", m["assignment"], [(m["replace"], m["with"])]) for m in NEAR_MISSES]
+    found += [(f"{m['assignment']}-{m['mistake']}", m["assignment"], m["patch"]) for m in MISTAKES]
+    found += [(f"{w['assignment']}-{w['file']}", w["assignment"], [(w["replace"], w["with"])]) for w in WRONG]
+    return found
+
+
+def variant_cells(name: str, patches: list | None) -> list[str]:
+    master_cells = code_cells(build.master_notebook(name))
+    if patches is None:
+        return [blanked(source) for source in master_cells]
+    for old, new in patches:
+        hits = [i for i, source in enumerate(master_cells) if old in source]
+        assert len(hits) == 1 and master_cells[hits[0]].count(old) == 1, f"stale patch: {old!r}"
+        master_cells[hits[0]] = master_cells[hits[0]].replace(old, new)
+    return master_cells
+
+
+def public_failures(name: str, cells: list[str]) -> tuple[dict[str, str], dict]:
+    """``({question: message}, namespace)``: the message of the first public case that the grader's checker fails,
+    per question, and the namespace the cells left (the jail's part is played in this process)."""
+    key, jail = checker.make_key(build.master_notebook(name)), InProcess()
+    _scores, feedback, error = checker.grade(key, cells, jail)
+    assert error == ""
+    failures: dict[str, str] = {}
+    for entry in feedback:
+        if not entry["hidden"] and not entry["passed"]:
+            failures.setdefault(entry["question"], entry["message"])
+    return failures, jail.namespace
+
+
+def shows_a_value(source_line: str, message: str) -> bool:
+    """The assertion on ``source_line`` has an f-string message, and ``message`` is it with something filled in."""
+    statement = ast.parse(source_line.strip()).body[0]
+    assert isinstance(statement, ast.Assert) and isinstance(statement.msg, ast.JoinedStr), source_line
+    parts = statement.msg.values
+    pattern = "".join(re.escape(part.value) if isinstance(part, ast.Constant) else "(.+)" for part in parts)
+    filled = re.fullmatch(pattern, message, re.DOTALL)
+    return bool(filled) and bool(filled.groups()) and all(group.strip() for group in filled.groups())
+
+
+@pytest.fixture(scope="module")
+def otter():
+    import otter
+
+    return otter
+
+
+@pytest.mark.parametrize(("variant", "name", "patches"), variants(), ids=[v[0] for v in variants()])
+def test_a_failing_public_check_prints_its_message_and_the_students_value(
+    otter, variant, name, patches, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # otter writes its .OTTER_LOG into the working folder
+    master = build.master_notebook(name)
+    for file, text in build.public_test_files(checker.make_key(master)).items():
+        (tmp_path / file).write_text(text)
+    cells = variant_cells(name, patches)
+    failures, env = public_failures(name, cells)
+    _solutions, hidden = leaks.master_secrets(master)
+    for question in [q["name"] for q in checker.make_key(master)["questions"]]:
+        shown = repr(otter.Notebook(tests_dir=str(tmp_path)).check(question, env))
+        lines = shown.strip().splitlines()
+        if question not in failures:
+            assert lines == [f"{question} results: All test cases passed!"], shown
+            continue
+        assert len(lines) <= MAX_LINES and not TRACE.search(shown), shown
+        assert not [line for line in lines if " ".join(line.split()) in hidden], shown
+        error, message = lines[-1].strip().split(": ", 1)
+        expected = " ".join(re.sub(r" \(your values: .*\)$", "", failures[question], flags=re.DOTALL).split())
+        if error == "AssertionError" and patches is not None:  # blank: the checker cannot read `...`, otter can
+            assert message == expected, (message, failures[question])
+        if error == "AssertionError" and lines[-2].strip().startswith("assert "):
+            assert shows_a_value(lines[-2], message), shown
