@@ -15,6 +15,15 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
 * ``overrides.json`` (this folder is JupyterLab's application settings
   folder) turns the news pop-up off and makes ``.md`` open as a notebook;
   the reader's own settings still take precedence.
+* It also keeps the console free of errors during Run All: jupyterlab-myst 2.7
+  draws a Markdown cell after JupyterLab 4.6 counts it as drawn, and a cell
+  out of view only when it scrolls in. JupyterLab's cell toolbar, which
+  measures the active Markdown cell, then threw a TypeError
+  (``_markdownOverlapsToolbar``) in 8 of the 13 notebooks, and a reference to a
+  later cell was not found (06). The cell toolbar is off (its actions stay in
+  the menus, the context menu and the shortcuts) and every cell is drawn when
+  the notebook opens (``windowingMode: none``; the notebooks are short).
+  tests/test_jupyterlab_reader.py runs every notebook to check it.
 """
 
 from pathlib import Path

@@ -23,7 +23,14 @@ import jupytext
 import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_lab_browser import SERVER_START_S, api, jupyterlab_server, open_notebook, run_all_cells
+from test_lab_browser import (
+    SERVER_START_S,
+    accept_kernel_dialog,
+    api,
+    jupyterlab_server,
+    open_notebook,
+    run_all_cells,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB_CONFIG = ROOT / "jupyterlab" / "jupyter_lab_config.py"
@@ -206,3 +213,68 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     assert not myst_errors, f"jupyterlab-myst's errors in the browser console: {myst_errors}"
     status = git(clone, "status", "--porcelain")
     assert status == "", f"opening, running and saving changed the clone:\n{status}\n{git(clone, 'diff')}"
+
+
+# Settings → Notebook (tracker) as the reader has them: nothing of their own, so the project's overrides.json applies.
+TRACKER = "@jupyterlab/notebook-extension:tracker"
+KERNEL_IDLE = """() => [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')]
+  .some((e) => e.dataset.status === 'idle' && e.offsetParent)"""
+SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook of the tab shown (others stay in the page, hidden)
+CODE_DONE = f"""() => [...document.querySelectorAll('{SHOWN} .jp-CodeCell .jp-InputPrompt')]
+  .every((p) => /\\d/.test(p.textContent))"""
+
+
+def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browser):
+    """Run All in every notebook, as a reader's JupyterLab shows it (JupyterLab's own settings under the project's,
+    not the test server's windowing override): the browser's console stays empty. jupyterlab-myst 2.7 draws a
+    Markdown cell after JupyterLab 4.6 thinks it drawn, and cells out of view later still: without the project's
+    settings, the cell toolbar threw a TypeError in _markdownOverlapsToolbar on 7 or 8 of 13 notebooks, and 06 logged
+    "No target for internal reference". What is checked is the notebooks' Markdown, so each code cell is replaced
+    by ``pass`` (its outputs are nbval's, and the test above runs 04's real code), and each notebook after the first
+    is opened with File → Open from Path…, in the app already loaded."""
+    base, token = reader_lab
+    folder = clone / "notebooks" / "run-all"
+    folder.mkdir()
+    for stem in NOTEBOOKS:
+        notebook = jupytext.read(ROOT / "notebooks" / f"{stem}.md")
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.source, cell.outputs = "pass", []
+        jupytext.write(notebook, folder / f"{stem}.md", fmt="md:myst")
+    user = api(f"{base}/lab/api/settings/{TRACKER}", token)
+    api(f"{base}/lab/api/settings/{TRACKER}", token, "PUT", {"raw": "{}"})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    errors: dict[str, list[str]] = {}
+    page.on("console", lambda message: message.type == "error" and errors[stem].append(message.text))
+    page.on(
+        "pageerror", lambda error: errors[stem].append(f"uncaught: {error} {(error.stack or '').split(chr(10))[1:2]}")
+    )
+    try:
+        for stem in NOTEBOOKS:
+            errors[stem] = []
+            if stem == NOTEBOOKS[0]:  # in a workspace of its own (?reset), not the one the test above left
+                open_notebook(page, base, token, f"run-all/{stem}.md", reset=True)
+            else:  # File → Open from Path…: the app stays loaded
+                page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+                page.locator('.lm-Menu-item[data-command="filebrowser:open-path"]').click()
+                page.locator(".jp-Dialog input").fill(f"run-all/{stem}.md")
+                page.locator(".jp-Dialog .jp-mod-accept").click()
+                page.wait_for_selector(f"{SHOWN} .jp-Cell", timeout=SERVER_START_S * 1000)
+                accept_kernel_dialog(page)
+            page.wait_for_function(KERNEL_IDLE, timeout=SERVER_START_S * 1000)
+            page.locator(f"{SHOWN} .jp-Cell").first.click()
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator('.lm-Menu-item[data-command="runmenu:run-all"]:not(.lm-mod-disabled)').click()
+            page.wait_for_function(CODE_DONE, timeout=RUN_ALL_S * 1000)
+            page.wait_for_timeout(500)  # the toolbar checks the active cell when the browser is next idle
+            page.keyboard.press("Control+s")  # nothing to discard when it closes
+            page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
+            close_notebook(page)
+            for session in json.loads(api(f"{base}/api/sessions", token)):
+                api(f"{base}/api/sessions/{session['id']}", token, "DELETE")
+    finally:
+        context.close()
+        api(f"{base}/lab/api/settings/{TRACKER}", token, "PUT", {"raw": json.loads(user)["raw"]})
+        shutil.rmtree(folder)
+    assert {stem: found for stem, found in errors.items() if found} == {}, "console errors during Run All"

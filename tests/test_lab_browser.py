@@ -197,15 +197,16 @@ def wait_for_idle_kernel(page, timeout_s: float) -> None:
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=timeout_s * 1000)
 
 
-def open_notebook(page, base: str, token: str, name: str) -> None:
-    """Open ``name`` in JupyterLab with a python3 kernel already started for it (no kernel dialog to answer)."""
+def open_notebook(page, base: str, token: str, name: str, *, reset: bool = False) -> None:
+    """Open ``name`` in JupyterLab with a python3 kernel already started for it (no kernel dialog to answer); with
+    ``reset``, in an empty workspace (no tabs left open by an earlier visit)."""
     api(
         f"{base}/api/sessions",
         token,
         "POST",
         {"path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}},
     )
-    page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=SERVER_START_S * 1000)
+    page.goto(f"{base}/lab/tree/{name}?token={token}{'&reset' if reset else ''}", timeout=SERVER_START_S * 1000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
     accept_kernel_dialog(page)
 

@@ -12,7 +12,17 @@ import matplotlib.pyplot as plt
 
 from grpo_core import BanditGRPO, GRPOConfig
 from grpo_core.bandit.runs import run_seeds, track
-from grpo_core.plotting import FIELD_LABELS, MAX_WIDTH, STYLE, band, figure_summary, plot_runs, use_style
+from grpo_core.plotting import (
+    FIELD_LABELS,
+    MAX_ROWS,
+    MAX_WIDTH,
+    STYLE,
+    band,
+    figure_summary,
+    figure_table,
+    plot_runs,
+    use_style,
+)
 
 
 @pytest.fixture
@@ -207,3 +217,78 @@ def test_use_style_gives_inline_figures_their_summary_as_plain_text():
         InteractiveShell.clear_instance()
     assert data["text/plain"] == figure_summary(fig)
     assert data["image/svg+xml"].startswith("<?xml")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_figure_table_reads_every_line_where_it_is_asked_at_the_precision_drawn(ax, seed):
+    """Seeded random curves of 2 to 5 lines, read at random x: each cell is the line's value there (linear between
+    its points), to within half of the last digit shown, which is a thousandth of the axis's range or finer."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(-3, 3, 40))
+    curves = {f"line {k}": rng.normal(0, 10 ** rng.uniform(-2, 2), 40) for k in range(rng.integers(2, 6))}
+    for label, y in curves.items():
+        ax.plot(x, y, label=label)
+    at = np.sort(rng.uniform(x[0], x[-1], rng.integers(1, MAX_ROWS + 1)))
+    table = figure_table(ax, at=at)
+    assert table.header == ("x", *curves)
+    low, high = ax.get_ylim()
+    for k, row in enumerate(table.rows):
+        assert abs(float(row[0]) - at[k]) <= 5e-4 * np.ptp(ax.get_xlim())
+        for cell, y in zip(row[1:], curves.values(), strict=True):
+            assert abs(float(cell) - np.interp(at[k], x, y)) <= 5e-4 * (high - low)
+
+
+def test_figure_table_of_several_panels_names_each_column_by_its_panel():
+    fig, (left, right) = plt.subplots(1, 2)
+    left.plot([1, 2, 4], [0.5, 0.25, 0.125], label=r"$\pi^*$ GRPO")
+    left.set(title="weight of one token", xlabel="length", ylabel="weight")
+    right.plot([1, 2, 4], [1.0, 1.5, 2.0])
+    right.set_ylabel(r"$\hat A$ & <b>")
+    right.axhline(1.0, label="level")
+    right.set_xscale("log")
+    table = figure_table([left, right], at=[1, 2, 4])
+    plt.close(fig)
+    assert table.header == ("length", r"weight of one token: $\pi^*$ GRPO", r"$\hat A$ & <b>", r"$\hat A$ & <b>: level")
+    assert table.rows == (
+        ("1", "0.5000", "1.000", "1.000"),
+        ("2", "0.2500", "1.500", "1.000"),
+        ("4", "0.1250", "2.000", "1.000"),
+    )
+    assert table.title == "weight of one token"
+    html = table._repr_html_()
+    assert html.startswith('<details class="grpo-figure-table mathjax_process"><summary>The numbers behind this figure')
+    assert html.count('<th scope="col">') == 4 and html.count('<th scope="row">') == 3 and html.count("<td>") == 9
+    assert r'<th scope="col">\(\hat A\) &amp; &lt;b&gt;</th>' in html  # math for the page, text escaped
+    assert "<caption>weight of one token</caption>" in html
+    assert repr(table).splitlines()[:2] == [
+        "The numbers behind this figure: weight of one token",
+        r"length  weight of one token: $\pi^*$ GRPO  $\hat A$ & <b>  $\hat A$ & <b>: level",
+    ]
+
+
+def test_figure_table_on_a_log_axis_keeps_four_significant_digits(ax):
+    ax.loglog([2, 16, 1024], [0.5, 0.123456, 0.0001])
+    assert figure_table(ax).rows == (("2", "0.5"), ("16", "0.1235"), ("1024", "0.0001"))
+
+
+def test_figure_table_rejects_what_it_cannot_read(ax):
+    with pytest.raises(TypeError, match="axes"):
+        figure_table("not an axes")
+    with pytest.raises(ValueError, match="no lines"):
+        figure_table(ax)
+    ax.plot([0, 1, 2], [0, 1, 0], label="a")
+    for at in ([np.nan], [-1, 1], [0.5, 3]):
+        with pytest.raises(ValueError, match="at"):
+            figure_table(ax, at=at)
+    with pytest.raises(ValueError, match="rows"):
+        figure_table(ax, at=np.linspace(0, 2, MAX_ROWS + 1))
+    ax.plot([0, 1], [1, 1], label="b")
+    with pytest.raises(ValueError, match="'b' has x values of its own"):
+        figure_table(ax)
+    ax.plot([0, 2], [1, 1], label="a")
+    with pytest.raises(ValueError, match="two lines named 'a'"):
+        figure_table(ax, at=[1])
+    ax.lines[-1].set_label("c")
+    ax.plot([2, 1, 0], [1, 1, 1], label="d")
+    with pytest.raises(ValueError, match="'d' cannot be read"):
+        figure_table(ax, at=[1])

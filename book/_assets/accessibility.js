@@ -12,6 +12,9 @@
  * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
  *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
  *   drawn after the page loads, so this runs again whenever the article changes.
+ * - A figure keeps the size it was drawn at, where its smallest text is 9 px or more (companion.css): on a column
+ *   narrower than the figure (a phone) it scrolls sideways inside a box of its own, which then takes keyboard focus
+ *   and a name, so that a keyboard user can scroll it too (WCAG 2.1.1; axe "scrollable-region-focusable").
  * Classic script, loaded by every page (html_js_files in _config.yml).
  */
 (function () {
@@ -48,7 +51,31 @@
     });
   }
 
+  const FIGURE_NAME = "Figure wider than the screen: scroll sideways to see all of it";
+  const figureBoxes = new ResizeObserver((entries) => {
+    entries.forEach(({ target: box }) => {
+      if (box.scrollWidth > box.clientWidth) {
+        box.tabIndex = 0;
+        box.setAttribute("role", "group");
+        box.setAttribute("aria-label", FIGURE_NAME);
+      } else {
+        ["tabindex", "role", "aria-label"].forEach((attribute) => box.removeAttribute(attribute));
+      }
+    });
+  });
+
+  function boxFigures() {
+    document.querySelectorAll(".bd-article .cell_output > img, .bd-article figure img").forEach((img) => {
+      const box = document.createElement("div");
+      box.className = "grpo-figure-box";
+      img.replaceWith(box);
+      box.append(img);
+      figureBoxes.observe(box);
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    boxFigures();
     nameSidebarToggles();
     nameThemeButtons();
     nameSliders(document);

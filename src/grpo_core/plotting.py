@@ -13,6 +13,9 @@ check then means the same on every CPU, where the SVG's coordinates differ in
 their last digits, and still fails when a curve moves by 1 % of its axis.
 
 * :func:`figure_summary` — a figure's data as text, at the precision it is drawn;
+* :func:`figure_table` — the numbers behind a key figure, as a table a screen reader
+  can read: a collapsed "The numbers behind this figure" under the figure, in
+  the notebook and on the site;
 * :func:`band` — the mean over seeds as a line and a quantile range across
   seeds as a shaded band (the learning curves of §7, §8 and §10);
 * :func:`plot_runs` — one panel per quantity of :class:`grpo_core.bandit.runs.RunHistory`
@@ -26,7 +29,10 @@ Matplotlib is imported when a function here is called, never by
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -166,6 +172,108 @@ def _axes_summary(ax, number: int) -> list[str]:
     if legend is not None:
         lines.append(f"  legend {[text.get_text() for text in legend.get_texts()]}")
     return lines
+
+
+# matplotlib's inline math $...$, which the page typesets as \( ... \)
+_MATHTEXT, _INLINE_MATH = re.compile(r"\$([^$]+)\$"), r"\\(\1\\)"
+#: The most rows :func:`figure_table` writes: a table longer than this is not read, it is skipped.
+MAX_ROWS = 30
+
+
+@dataclass(frozen=True)
+class FigureTable:
+    """The numbers behind a figure, from :func:`figure_table`: a ``title``, a ``header`` and ``rows`` of text.
+
+    A notebook shows it as a collapsed "The numbers behind this figure" holding an HTML table (a header cell per
+    column, a row header per row, which a screen reader announces with each number; matplotlib's ``$...$`` math
+    typeset by the page); its plain text is the same table in aligned columns.
+    """
+
+    title: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def _repr_html_(self) -> str:
+        def cell(tag: str, text: str, scope: str = "") -> str:
+            scope = f' scope="{scope}"' if scope else ""
+            return f"<{tag}{scope}>{_MATHTEXT.sub(_INLINE_MATH, html.escape(text))}</{tag}>"
+
+        head = "".join(cell("th", name, "col") for name in self.header)
+        body = "".join(
+            f"<tr>{cell('th', row[0], 'row')}{''.join(cell('td', value) for value in row[1:])}</tr>"
+            for row in self.rows
+        )
+        caption = cell("caption", self.title) if self.title else ""
+        return (
+            '<details class="grpo-figure-table mathjax_process"><summary>The numbers behind this figure</summary>'
+            f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+        )
+
+    def __repr__(self) -> str:
+        table = [self.header, *self.rows]
+        widths = [max(len(row[k]) for row in table) for k in range(len(self.header))]
+        lines = ["  ".join(text.rjust(width) for text, width in zip(row, widths, strict=True)) for row in table]
+        return "\n".join([f"The numbers behind this figure: {self.title}".rstrip(": "), *lines])
+
+
+def figure_table(axes, at=None) -> FigureTable:
+    """The numbers behind a figure, as a table a screen reader can read: one column per line of ``axes`` (one
+    Axes, or several panels that share their x), one row per x value, each number rounded as
+    :func:`figure_summary` rounds it (to a thousandth of its axis's range or finer).
+
+    With ``at``, each line is read at those x values (linearly between its points: the lines' x must increase and
+    cover ``at``); without, the rows are the lines' own points, which they must share. A column is named by its
+    line's label, or by its panel's y label for an unlabelled line (a labelled line of several panels: the panel's
+    title or y label, then its label). The table's title is the figure's titles. The last expression of the cell
+    that draws the figure, the table is written once, beside that code, from what the figure draws.
+    """
+    from matplotlib.axes import Axes
+
+    panels = [axes] if isinstance(axes, Axes) else list(np.ravel(np.asarray(axes, dtype=object)))
+    if not panels or not all(isinstance(ax, Axes) for ax in panels):
+        raise TypeError(f"axes must be a matplotlib Axes or a sequence of them, got {axes!r}")
+    columns: dict[str, list[str]] = {}
+    grid = None if at is None else np.sort(finite_array(at, "at", ndim=(1,)).astype(float))
+    for ax in panels:
+        for line in ax.lines:
+            xy = (line.get_transform() - ax.transData).transform(np.asarray(line.get_xydata(), dtype=float))
+            name = _column_name(line, ax, several=len(panels) > 1)
+            if name in columns:
+                raise ValueError(f"axes hold two lines named {name!r}: label them apart")
+            if grid is None:
+                grid = xy[:, 0]
+            if at is None and not np.array_equal(xy[:, 0], grid):
+                raise ValueError(f"line {name!r} has x values of its own: pass at, the x values to read every line at")
+            if at is not None and not (np.all(np.diff(xy[:, 0]) > 0) and xy[0, 0] <= grid[0] and grid[-1] <= xy[-1, 0]):
+                raise ValueError(f"line {name!r} cannot be read at {at!r}: its x must increase and cover at")
+            columns[name] = _cells(_rounder(ax.yaxis), np.interp(grid, xy[:, 0], xy[:, 1]))
+    if not columns:
+        raise ValueError("axes hold no lines")
+    if len(grid) > MAX_ROWS:
+        raise ValueError(f"a table of {len(grid)} rows is not read: pass at, at most {MAX_ROWS} x values")
+    first = panels[0]
+    xs = [text.rstrip("0").rstrip(".") if "." in text else text for text in _cells(_rounder(first.xaxis), grid)]
+    figure = first.figure
+    titles = [text.get_text() for text in figure.texts if text.get_text()]
+    titles += [ax.get_title(loc) for ax in panels for loc in ("left", "center", "right") if ax.get_title(loc)]
+    header = (next((ax.xaxis.get_label_text() for ax in panels if ax.xaxis.get_label_text()), "x"), *columns)
+    rows = tuple((x, *(values[k] for values in columns.values())) for k, x in enumerate(xs))
+    return FigureTable(" | ".join(titles), header, rows)
+
+
+def _cells(rounder, values) -> list[str]:
+    """``values`` formatted by a :func:`_rounder`, one text each ("2", not "2.", on a log axis)."""
+    return [text.removesuffix(".") for text in rounder(values)[1:-1].split()]
+
+
+def _column_name(line, ax, *, several: bool) -> str:
+    """A line's label; an unlabelled line's, its panel's y label; of several panels, the panel's title (or y label)
+    before a line's label."""
+    label, ylabel = line.get_label(), ax.yaxis.get_label_text()
+    if not label or label.startswith("_"):
+        return ylabel or "y"
+    panel = ax.get_title() or ylabel
+    return f"{panel}: {label}" if several and panel else label
 
 
 def _label(artist) -> str:
