@@ -131,14 +131,29 @@ def outside_state() -> tuple:
 
 
 def jail_processes() -> list[int]:
-    found = []
+    """Processes of the jails' users (the tests' 2 jobs) that no other pytest-xdist worker started: the other
+    worker grades at the same time, with the same users. A process of ours, or one that left its parents behind
+    (reparented to init), is counted."""
+    parents, found = {}, []
     for entry in Path("/proc").iterdir():
         try:
-            if entry.name.isdigit() and jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + 2:  # the tests' 2 jobs
-                found.append(int(entry.name))
+            if entry.name.isdigit():
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                if jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + 2:
+                    found.append(int(entry.name))
         except OSError:
             pass
-    return found
+    me = os.getpid()
+    others = {pid for pid, parent in parents.items() if parent == parents.get(me) and pid != me}  # fellow workers
+
+    def started_by_another_worker(pid: int) -> bool:
+        while pid > 1 and pid != me:
+            if pid in others:
+                return True
+            pid = parents.get(pid, 0)
+        return False
+
+    return [pid for pid in found if not started_by_another_worker(pid)]
 
 
 class InProcess:
