@@ -152,12 +152,14 @@ LINKS = """async () => {
 MYST_ERRORS = ("_markdownOverlapsToolbar", "heading reference")
 
 
-def close_notebook(page) -> None:
-    """File → Close All Tabs, and wait until no notebook is shown."""
+def close_notebook(page, *, saved: bool = False) -> None:
+    """File → Close All Tabs, and wait until no notebook is shown; unless the notebook was just ``saved``, discard
+    what JupyterLab asks to keep (it asks within 5 s)."""
     page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
     page.locator('.lm-Menu-item[data-command="application:close-all"]').click()
-    with contextlib.suppress(PlaywrightTimeout):  # a notebook only read, not saved: nothing to keep
-        page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
+    if not saved:
+        with contextlib.suppress(PlaywrightTimeout):  # a notebook only read, not saved: nothing to keep
+            page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
     page.wait_for_selector(".jp-Notebook", state="detached", timeout=60_000)
 
 
@@ -270,7 +272,7 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
             page.wait_for_timeout(500)  # the toolbar checks the active cell when the browser is next idle
             page.keyboard.press("Control+s")  # nothing to discard when it closes
             page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
-            close_notebook(page)
+            close_notebook(page, saved=True)
             for session in json.loads(api(f"{base}/api/sessions", token)):
                 api(f"{base}/api/sessions/{session['id']}", token, "DELETE")
     finally:
