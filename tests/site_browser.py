@@ -44,6 +44,19 @@ class LoggingHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def tab(browser, width: int, height: int) -> Iterator:
+    """A new tab of ``browser`` (a context of its own) with a window of ``width`` x ``height`` px and the site
+    tests' timeout; closed afterwards."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield page
+    finally:
+        context.close()
+
+
 def served_errors() -> list[str]:
     return [f"{path} ({status})" for path, status in LoggingHandler.served if status >= 400]
 

@@ -13,20 +13,17 @@ from __future__ import annotations
 import re
 
 import pytest
-from site_browser import LAB_PAGE, SCREENSHOTS, TIMEOUT_MS
+from site_browser import LAB_PAGE, SCREENSHOTS, tab
 from test_site import NARROW, audit
 
 LIVE = ".grpo-lab-live"
 
 
-@pytest.fixture(scope="module")
-def tab(browser):
+@pytest.fixture(scope="module", name="tab")
+def one_tab(browser):
     """One tab for these tests, as a reader keeps one."""
-    context = browser.new_context(viewport={"width": 1280, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
+    with tab(browser, 1280, 1000) as page:
+        yield page
 
 
 def open_lab(page, site):

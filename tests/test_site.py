@@ -38,11 +38,11 @@ from site_browser import (
     ROOT,
     SCREENSHOTS,
     SITE,
-    TIMEOUT_MS,
     WINDOW_WIDTHS,
     LoggingHandler,
     PageLog,
     served_errors,
+    tab,
 )
 
 # Pages Sphinx writes besides the ones listed in _toc.yml.
@@ -72,22 +72,16 @@ PAGES = [*toc_pages(), *GENERATED_PAGES]
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
+    with tab(browser, 1280, 900) as page:
+        yield page
 
 
 @pytest.fixture(scope="session")
 def reader(browser):
     """One tab that reads page after page, as a reader does: the site's scripts, styles and fonts stay cached
     between pages (a fresh tab per page would load and compile MathJax and the theme each time)."""
-    context = browser.new_context(viewport={"width": WIDE, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page
-    context.close()
+    with tab(browser, WIDE, 900) as page:
+        yield page
 
 
 def _open(page, url: str, *, idle: bool = True) -> PageLog:
