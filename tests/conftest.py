@@ -148,8 +148,8 @@ def baseline_cpu_env() -> dict[str, str]:
 def pytest_configure(config):
     """Registers :class:`NotebookHooks`. ``--measure-coverage``: each process that runs tests (each xdist worker, or
     pytest alone) measures itself into its own ``.coverage.*`` file, for ``coverage combine``. The processes the
-    tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed: the unit and property
-    tests cover the package by themselves.
+    tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed, and so do the tests of
+    the tiers (:class:`UnmeasuredTiers`): the unit and property tests cover the package by themselves.
     """
     config.pluginmanager.register(NotebookHooks(), "companion-notebooks")
     runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
@@ -158,6 +158,7 @@ def pytest_configure(config):
 
         config.stash[COVERAGE] = coverage.Coverage(data_suffix=True)
         config.stash[COVERAGE].start()
+        config.pluginmanager.register(UnmeasuredTiers(config.stash[COVERAGE]), "companion-unmeasured-tiers")
 
 
 def pytest_unconfigure(config):
@@ -195,6 +196,28 @@ class NotebookHooks:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+
+
+class UnmeasuredTiers:
+    """``--measure-coverage`` measures the tests of ``make check`` (the unit and property tests), which cover the
+    package by themselves: 98 %, one line fewer than with every test measured. A test of a tier (a marker of
+    pyproject.toml: browser, book, homework, nbval) runs unmeasured: its own Python (otter's, Playwright's, nbval's)
+    gains nothing from the tracer and paid for it: tests/test_homework.py took 51 % more CPU-s measured, 4 % now
+    (bench/bench_coverage.py). A plugin, so that it reaches the notebooks' tests in ``notebooks/`` too."""
+
+    def __init__(self, coverage):
+        self.coverage = coverage
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        tiers = [line.split(":")[0] for line in item.config.getini("markers")]
+        if not any(item.get_closest_marker(tier) for tier in tiers):
+            return (yield)
+        self.coverage.stop()
+        try:
+            return (yield)
+        finally:
+            self.coverage.start()
 
 
 def wait_for_the_book(timeout: float = 900) -> None:
