@@ -13,8 +13,8 @@ the browser's console shows no error of jupyterlab-myst's rendering.
 
 from __future__ import annotations
 
-import contextlib
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,11 +25,13 @@ from jupyter_client.kernelspec import KernelSpecManager
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_lab_browser import (
     SERVER_START_S,
-    accept_kernel_dialog,
+    SHOWN,
     api,
     jupyterlab_server,
     open_notebook,
     run_all_cells,
+    start_session,
+    wait_for_kernel,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,9 +64,12 @@ def clone(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def reader_lab(clone, tmp_path_factory):
-    """JupyterLab started like ``make lab`` (its config file) on the clone's notebooks/; yields base URL and token."""
+    """JupyterLab started like ``make lab`` (its config file) on the clone's notebooks/; yields base URL and token.
+    Its workspaces (open tabs) are its own, not the checkout's ``_build/jupyterlab-workspaces``: a run never reopens
+    the tabs of an earlier one, or of the developer's own ``make lab``."""
     home = tmp_path_factory.mktemp("jupyterlab-reader")
-    with jupyterlab_server(home, clone / "notebooks", (f"--config={LAB_CONFIG}",)) as server:
+    options = (f"--config={LAB_CONFIG}", f"--LabApp.workspaces_dir={home / 'workspaces'}")
+    with jupyterlab_server(home, clone / "notebooks", options) as server:
         yield server
 
 
@@ -152,15 +157,55 @@ LINKS = """async () => {
 MYST_ERRORS = ("_markdownOverlapsToolbar", "heading reference")
 
 
-def close_notebook(page, *, saved: bool = False) -> None:
-    """File → Close All Tabs, and wait until no notebook is shown; unless the notebook was just ``saved``, discard
-    what JupyterLab asks to keep (it asks within 5 s)."""
+# Markdown links, [text](target), and what becomes of them in JupyterLab: an anchor whose href is the target or, for a
+# relative one, whose resolved path ends with it. RENDERED gives the targets not rendered (yet).
+MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+RENDERED = """(targets) => {
+  const anchors = [...document.querySelectorAll('.jp-MarkdownCell a[href]')]
+    .map((a) => [a.getAttribute('href'), decodeURI(new URL(a.href).pathname)]);
+  return targets.filter((t) => !anchors.some(([href, path]) => href === t || path.endsWith('/' + t)));
+}"""
+
+
+def wait_for_links(page, stem: str) -> None:
+    """Wait until every link of the notebook's Markdown is rendered: jupyterlab-myst draws each cell, then resolves
+    the links and references of the whole notebook, cell by cell, over a few seconds."""
+    notebook = jupytext.read(ROOT / "notebooks" / f"{stem}.md")
+    targets = sorted({t for c in notebook.cells if c.cell_type == "markdown" for t in MARKDOWN_LINK.findall(c.source)})
+    try:
+        page.wait_for_function(
+            f"(targets) => ({RENDERED})(targets).length === 0", arg=targets, timeout=SERVER_START_S * 1000
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(
+            f"{stem}: links of its Markdown not rendered: {page.evaluate(RENDERED, targets)}"
+        ) from None
+
+
+def open_in_app(page, base: str, token: str, path: str) -> None:
+    """File → Open from Path… in the app already loaded, and wait for the notebook's kernel."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+    page.locator('.lm-Menu-item[data-command="filebrowser:open-path"]').click()
+    page.locator(".jp-Dialog input").fill(path)
+    page.locator(".jp-Dialog .jp-mod-accept").click()
+    page.wait_for_selector(f"{SHOWN} .jp-Cell", timeout=SERVER_START_S * 1000)
+    wait_for_kernel(page, base, token)
+
+
+# 'dialog' while JupyterLab asks something, 'closed' once no notebook is left.
+CLOSING = "() => document.querySelector('.jp-Dialog') ? 'dialog' : !document.querySelector('.jp-Notebook') && 'closed'"
+
+
+def close_notebook(page) -> None:
+    """File → Close All Tabs; discard what JupyterLab asks to keep (a notebook run or read, not saved: its kernel's
+    metadata); wait until no notebook is shown."""
     page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
     page.locator('.lm-Menu-item[data-command="application:close-all"]').click()
-    if not saved:
-        with contextlib.suppress(PlaywrightTimeout):  # a notebook only read, not saved: nothing to keep
-            page.locator(".jp-Dialog button", has_text="Discard").click(timeout=5_000)
-    page.wait_for_selector(".jp-Notebook", state="detached", timeout=60_000)
+    for _ in range(3):
+        if page.wait_for_function(CLOSING, timeout=60_000).json_value() == "closed":
+            return
+        page.locator(".jp-Dialog button", has_text="Discard").click()
+    raise AssertionError("JupyterLab kept asking what to keep")
 
 
 def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
@@ -172,9 +217,10 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
     name = f"{READ}.md"
     try:
-        open_notebook(page, base, token, name)
+        open_notebook(page, base, token, name, reset=True)
         page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
         rendered = page.evaluate(ANSWERS)
+        wait_for_links(page, READ)
         links = page.evaluate(LINKS)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.locator(".jp-MarkdownCell details").first.scroll_into_view_if_needed()
@@ -187,14 +233,13 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
         )
         page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=RUN_ALL_S * 1000)
         outputs = page.locator(".jp-Notebook .jp-OutputArea-output").count()
-        page.keyboard.press("Control+s")
-        page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
+        with page.expect_response(lambda r: r.request.method == "PUT" and "/api/contents/" in r.url) as saved:
+            page.keyboard.press("Control+s")
+        assert saved.value.ok, f"saving failed: HTTP {saved.value.status}"
         close_notebook(page)
-        open_notebook(page, base, token, f"{LINKED}.md")  # its Markdown rendered, not run
-        page.wait_for_selector(".jp-MarkdownCell a[href]", state="attached", timeout=SERVER_START_S * 1000)
-        page.wait_for_timeout(2_000)  # jupyterlab-myst resolves the notebook's references once all cells are read
+        open_in_app(page, base, token, f"{LINKED}.md")  # its Markdown rendered, not run
+        wait_for_links(page, LINKED)
         links += page.evaluate(LINKS)
-        close_notebook(page)  # the workspace (kept by the lab's config) would open it again in the next run
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-failure.png")
@@ -219,11 +264,11 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
 
 # Settings → Notebook (tracker) as the reader has them: nothing of their own, so the project's overrides.json applies.
 TRACKER = "@jupyterlab/notebook-extension:tracker"
-KERNEL_IDLE = """() => [...document.querySelectorAll('.jp-Notebook-ExecutionIndicator')]
-  .some((e) => e.dataset.status === 'idle' && e.offsetParent)"""
-SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook of the tab shown (others stay in the page, hidden)
 CODE_DONE = f"""() => [...document.querySelectorAll('{SHOWN} .jp-CodeCell .jp-InputPrompt')]
   .every((p) => /\\d/.test(p.textContent))"""
+# Resolves when the browser is next idle, after the idle callbacks asked for before (the cell toolbar measures the
+# active cell in one: JupyterLab 4.6's _updateCellForToolbarOverlap), or after 60 s of no idle time.
+IDLE = "() => new Promise((resolve) => requestIdleCallback(resolve, {timeout: 60000}))"
 
 
 def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browser):
@@ -233,7 +278,8 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
     settings, the cell toolbar threw a TypeError in _markdownOverlapsToolbar on 7 or 8 of 13 notebooks, and 06 logged
     "No target for internal reference". What is checked is the notebooks' Markdown, so each code cell is replaced
     by ``pass`` (its outputs are nbval's, and the test above runs 04's real code), and each notebook after the first
-    is opened with File → Open from Path…, in the app already loaded."""
+    is opened with File → Open from Path…, in the app already loaded, on the first one's kernel (a session made for
+    it beforehand: one kernel started, not twelve)."""
     base, token = reader_lab
     folder = clone / "notebooks" / "run-all"
     folder.mkdir()
@@ -256,25 +302,16 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
         for stem in NOTEBOOKS:
             errors[stem] = []
             if stem == NOTEBOOKS[0]:  # in a workspace of its own (?reset), not the one the test above left
-                open_notebook(page, base, token, f"run-all/{stem}.md", reset=True)
-            else:  # File → Open from Path…: the app stays loaded
-                page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
-                page.locator('.lm-Menu-item[data-command="filebrowser:open-path"]').click()
-                page.locator(".jp-Dialog input").fill(f"run-all/{stem}.md")
-                page.locator(".jp-Dialog .jp-mod-accept").click()
-                page.wait_for_selector(f"{SHOWN} .jp-Cell", timeout=SERVER_START_S * 1000)
-                accept_kernel_dialog(page)
-            page.wait_for_function(KERNEL_IDLE, timeout=SERVER_START_S * 1000)
+                kernel = open_notebook(page, base, token, f"run-all/{stem}.md", reset=True)
+            else:  # the app stays loaded; the notebook runs its `pass` cells in the first one's kernel
+                start_session(base, token, f"run-all/{stem}.md", {"id": kernel})
+                open_in_app(page, base, token, f"run-all/{stem}.md")
             page.locator(f"{SHOWN} .jp-Cell").first.click()
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator('.lm-Menu-item[data-command="runmenu:run-all"]:not(.lm-mod-disabled)').click()
             page.wait_for_function(CODE_DONE, timeout=RUN_ALL_S * 1000)
-            page.wait_for_timeout(500)  # the toolbar checks the active cell when the browser is next idle
-            page.keyboard.press("Control+s")  # nothing to discard when it closes
-            page.wait_for_selector(".jp-mod-current .jp-mod-dirty", state="detached", timeout=60_000)
-            close_notebook(page, saved=True)
-            for session in json.loads(api(f"{base}/api/sessions", token)):
-                api(f"{base}/api/sessions/{session['id']}", token, "DELETE")
+            page.evaluate(IDLE)  # the toolbar has measured the cell Run All left active
+            close_notebook(page)
     finally:
         context.close()
         api(f"{base}/lab/api/settings/{TRACKER}", token, "PUT", {"raw": json.loads(user)["raw"]})

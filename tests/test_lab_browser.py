@@ -41,18 +41,32 @@ WIDGET_WORDS = ("widget", "ipywidgets", "comm", "model")
 
 
 def kernel_message(payload: str | bytes) -> dict | None:
-    """The Jupyter message in a kernel websocket frame: JSON text, or the binary v1 protocol
-    (uint64 count n, n uint64 offsets, then channel, header, parent header, metadata, content, buffers)."""
+    """The Jupyter message in a kernel websocket frame, as {channel, msg_type, msg_id, parent (the msg_id of the
+    request it answers), content}: JSON text, or the binary v1 protocol (uint64 count n, n uint64 offsets, then
+    channel, header, parent header, metadata, content, buffers)."""
     if isinstance(payload, str):
         message = json.loads(payload)
-        return {"msg_type": message.get("header", {}).get("msg_type"), "content": message.get("content", {})}
-    count = int.from_bytes(payload[:8], "little")
-    offsets = [int.from_bytes(payload[8 * (i + 1) : 8 * (i + 2)], "little") for i in range(count)]
-    if count < 6:
-        return None
-    part = lambda i: payload[offsets[i] : offsets[i + 1]]  # noqa: E731
-    header = json.loads(part(1))
-    return {"msg_type": header.get("msg_type"), "content": json.loads(part(4))}
+        channel, header, parent = message.get("channel"), message.get("header", {}), message.get("parent_header", {})
+        content = message.get("content", {})
+    else:
+        count = int.from_bytes(payload[:8], "little")
+        offsets = [int.from_bytes(payload[8 * (i + 1) : 8 * (i + 2)], "little") for i in range(count)]
+        if count < 6:
+            return None
+        part = lambda i: payload[offsets[i] : offsets[i + 1]]  # noqa: E731
+        channel, header, parent, content = (
+            part(0).decode(),
+            json.loads(part(1)),
+            json.loads(part(2)),
+            json.loads(part(4)),
+        )
+    return {
+        "channel": channel,
+        "msg_type": header.get("msg_type"),
+        "msg_id": header.get("msg_id"),
+        "parent": (parent or {}).get("msg_id"),
+        "content": content,
+    }
 
 
 def widget_updates(messages: list) -> list[dict]:
@@ -62,6 +76,53 @@ def widget_updates(messages: list) -> list[dict]:
         for m in messages
         if m and m["msg_type"] == "comm_msg" and m["content"].get("data", {}).get("method") == "update"
     ]
+
+
+class KernelTraffic:
+    """The kernel messages of a page's notebooks (:func:`kernel_message`): the page's requests and the kernel's
+    messages, in the order they crossed the websocket."""
+
+    def __init__(self, page) -> None:
+        self.sent: list[dict | None] = []
+        self.received: list[dict | None] = []
+        self.socket = None
+        page.on("websocket", self._watch)
+
+    def _watch(self, socket) -> None:
+        if "/api/kernels/" in socket.url:
+            self.socket = socket
+            socket.on("framesent", lambda payload: self.sent.append(kernel_message(payload)))
+            socket.on("framereceived", lambda payload: self.received.append(kernel_message(payload)))
+
+    def unanswered(self, since: int) -> list[str]:
+        """The requests (shell channel) among ``sent[since:]`` that the kernel has not finished: their idle status,
+        which the kernel publishes after everything else the request caused, has not arrived."""
+        finished = {
+            m["parent"]
+            for m in self.received
+            if m and m["msg_type"] == "status" and m["content"].get("execution_state") == "idle"
+        }
+        return [
+            m["msg_type"] for m in self.sent[since:] if m and m["channel"] == "shell" and m["msg_id"] not in finished
+        ]
+
+    def wait_answered(self, since: int = 0, *, requests: int = 0, timeout_s: float = CLICK_S) -> None:
+        """Wait until the page has sent at least ``requests`` requests since ``sent[since]`` and the kernel has
+        finished every one of them: all the messages they cause have arrived."""
+
+        def answered(_=None) -> bool:
+            sent = [m for m in self.sent[since:] if m and m["channel"] == "shell"]
+            return len(sent) >= requests and not self.unanswered(since)
+
+        if answered():
+            return
+        assert self.socket is not None, "the page has no kernel websocket"
+        try:
+            self.socket.wait_for_event("framereceived", answered, timeout=timeout_s * 1000)
+        except PlaywrightTimeout:
+            raise AssertionError(
+                f"the kernel did not finish the page's requests within {timeout_s} s: {self.unanswered(since)}"
+            ) from None
 
 
 def free_port() -> int:
@@ -138,7 +199,7 @@ def jupyterlab_server(home: Path, notebooks: Path | None = None, options: tuple[
                 break
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 assert time.monotonic() < deadline, f"jupyter lab did not answer within {SERVER_START_S} s"
-                time.sleep(0.5)
+                time.sleep(0.1)
         yield base, token
     finally:
         try:
@@ -168,14 +229,29 @@ def card(lab, name: str) -> str:
     return lab.locator(f".grpo-lab-{name} .grpo-card-value").inner_text().strip()
 
 
-def wait_for_card(page, lab, name: str, predicate, what: str, timeout_s: float = CLICK_S) -> str:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        text = card(lab, name)
-        if predicate(text):
-            return text
-        assert time.monotonic() < deadline, f"{what}: card {name} still shows {text!r} after {timeout_s} s"
-        page.wait_for_timeout(100)
+# The text of the first element of a selector (the first lab's), trimmed: whether it is (or is not) a given text,
+# or contains one and differs from another.
+TEXT_IS = """([selector, text, wanted]) => {
+  const shown = document.querySelector(selector)?.innerText.trim();
+  return shown !== undefined && (shown === text) === wanted;
+}"""
+TEXT_HAS = """([selector, needle, previous]) => {
+  const shown = document.querySelector(selector)?.innerText.trim();
+  return shown !== undefined && shown !== previous && shown.includes(needle);
+}"""
+
+
+def wait_for_card(
+    page, lab, name: str, text: str, what: str, *, wanted: bool = True, timeout_s: float = CLICK_S
+) -> str:
+    """Wait until card ``name`` shows ``text`` (with ``wanted=False``: anything else); return what it shows."""
+    try:
+        page.wait_for_function(
+            TEXT_IS, arg=[f".grpo-lab .grpo-lab-{name} .grpo-card-value", text, wanted], timeout=timeout_s * 1000
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"{what}: card {name} still shows {card(lab, name)!r} after {timeout_s} s") from None
+    return card(lab, name)
 
 
 def top_of_ledger(lab) -> str:
@@ -184,39 +260,55 @@ def top_of_ledger(lab) -> str:
 
 def wait_for_ledger(page, lab, needle: str, previous: str = "", timeout_s: float = CLICK_S) -> str:
     """Wait until the newest ledger entry differs from ``previous`` and contains ``needle``; return it."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        entry = top_of_ledger(lab)
-        if entry != previous and needle in entry:
-            return entry
-        assert time.monotonic() < deadline, f"ledger never showed {needle!r}; newest entry {entry!r}"
-        page.wait_for_timeout(100)
+    try:
+        page.wait_for_function(
+            TEXT_HAS, arg=[".grpo-lab .grpo-lab-ledger li", needle, previous], timeout=timeout_s * 1000
+        )
+    except PlaywrightTimeout:
+        raise AssertionError(f"ledger never showed {needle!r}; newest entry {top_of_ledger(lab)!r}") from None
+    return top_of_ledger(lab)
 
 
 def wait_for_idle_kernel(page, timeout_s: float) -> None:
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=timeout_s * 1000)
 
 
-def open_notebook(page, base: str, token: str, name: str, *, reset: bool = False) -> None:
-    """Open ``name`` in JupyterLab with a python3 kernel already started for it (no kernel dialog to answer); with
-    ``reset``, in an empty workspace (no tabs left open by an earlier visit)."""
-    api(
-        f"{base}/api/sessions",
-        token,
-        "POST",
-        {"path": name, "type": "notebook", "name": name, "kernel": {"name": "python3"}},
-    )
+def start_session(base: str, token: str, path: str, kernel: dict | None = None) -> str:
+    """A session for the notebook ``path`` with ``kernel`` ({"id": ...} of a running one; default a new python3
+    kernel): JupyterLab opening the notebook connects to it. Returns the kernel's id."""
+    body = {"path": path, "type": "notebook", "name": path, "kernel": kernel or {"name": "python3"}}
+    return json.loads(api(f"{base}/api/sessions", token, "POST", body))["kernel"]["id"]
+
+
+def open_notebook(page, base: str, token: str, name: str, *, reset: bool = False) -> str:
+    """Open ``name`` in JupyterLab with a python3 kernel already started for it, and wait for the kernel
+    (:func:`wait_for_kernel`); with ``reset``, in an empty workspace (no tabs left open by an earlier visit).
+    Returns the kernel's id."""
+    kernel = start_session(base, token, name)
     page.goto(f"{base}/lab/tree/{name}?token={token}{'&reset' if reset else ''}", timeout=SERVER_START_S * 1000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
-    accept_kernel_dialog(page)
+    wait_for_kernel(page, base, token)
+    return kernel
 
 
-def accept_kernel_dialog(page) -> None:
-    """If JupyterLab asks which kernel to start anyway, accept its proposal (Python 3)."""
-    try:
-        page.locator(".jp-Dialog .jp-mod-accept").click(timeout=3_000)
-    except PlaywrightTimeout:
-        return
+SHOWN = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook of the tab shown (others stay in the page, hidden)
+# 'dialog' while JupyterLab asks something; 'ready' once the notebook shown has a kernel of the given name (its
+# toolbar reads "No Kernel" until the kernel is connected, with the status indicator already idle) and it is idle.
+KERNEL_READY = f"""(name) => document.querySelector('.jp-Dialog') ? 'dialog'
+  : [...document.querySelectorAll('{SHOWN}')].some((panel) =>
+      panel.querySelector('.jp-KernelName')?.innerText.trim() === name
+      && panel.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status === 'idle') && 'ready'"""
+
+
+def wait_for_kernel(page, base: str, token: str, timeout_s: float = SERVER_START_S) -> None:
+    """Wait until the notebook shown is connected to an idle python3 kernel. If JupyterLab asks which kernel to start
+    instead (it does when its kernelspec list arrives late on a loaded machine), accept its proposal (Python 3)."""
+    name = json.loads(api(f"{base}/api/kernelspecs", token))["kernelspecs"]["python3"]["spec"]["display_name"]
+    for _ in range(3):
+        if page.wait_for_function(KERNEL_READY, arg=name, timeout=timeout_s * 1000).json_value() == "ready":
+            return
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+    raise AssertionError("JupyterLab kept asking which kernel to start")
 
 
 RUNNING = "() => [...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'))"
@@ -237,6 +329,15 @@ def run_all_cells(page, attempts: int = 3) -> None:
     raise AssertionError(f"Run All Cells did not start any cell in {attempts} attempts")
 
 
+# Every label the progress bar shows (checked at each frame) until it shows ``done``; then the labels seen.
+PROGRESS = """(done) => {
+  const label = document.querySelector('.grpo-lab .grpo-lab-progress-label')?.innerText.trim();
+  window.grpoTestProgress.add(label);
+  return label === done && [...window.grpoTestProgress];
+}"""
+# Resolves after the second frame from now: the work JupyterLab schedules for the next frame (Lumino's update and
+# layout messages) has run, and the result is on screen.
+NEXT_FRAMES = "() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
 ACTIVE_CELL = (
     "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.matches('.jp-mod-active'))"
 )
@@ -280,10 +381,11 @@ def set_theme(page, theme: str) -> None:
         themes = page.locator('.lm-Menu-item[data-command="apputils:change-theme"] .lm-Menu-itemLabel')
         themes.get_by_text(theme, exact=True).click()
     light = "true" if "Light" in theme else "false"
+    # JupyterLab sets these attributes when it emits themeChanged, after the theme's stylesheet has loaded
+    # (ThemeManager._loadTheme in @jupyterlab/apputils 4): the page is drawn in the new theme from then on.
     page.wait_for_selector(
         f'body[data-jp-theme-light="{light}"][data-jp-theme-name="{theme}"]', state="attached", timeout=CLICK_S * 1000
     )
-    page.wait_for_timeout(500)  # the theme's stylesheet is applied
 
 
 def test_lab_in_jupyterlab(jupyterlab, browser):
@@ -294,13 +396,11 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
-    received: list = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: received.append(kernel_message(payload))))
+    traffic = KernelTraffic(page)
     try:
         # A session with a python3 kernel before the page opens: JupyterLab then connects to it instead of
         # asking which kernel to start (it does ask when its kernelspec list arrives late on a loaded machine).
         open_notebook(page, base, token, NOTEBOOK.name)
-        wait_for_idle_kernel(page, SERVER_START_S)
         page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current").first.click()  # more width
         run_all_cells(page)
         # The stored output of the first cell is text only (no kernel-side model yet): the lab appears when it runs,
@@ -315,21 +415,21 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         assert card(lab, "step") == "5", "the notebook's recorded run takes five steps"
 
         lab.locator("button.grpo-lab-reset").click()
-        wait_for_card(page, lab, "step", lambda t: t == "0", "Reset")
+        wait_for_card(page, lab, "step", "0", "Reset")
         assert card(lab, "pB") == "0.250" and card(lab, "mean") == "—"
 
         lab.locator("button.grpo-lab-sample").click()
-        mean = wait_for_card(page, lab, "mean", lambda t: t != "—", "Sample group")
+        mean = wait_for_card(page, lab, "mean", "—", "Sample group", wanted=False)
         assert 0.1 <= float(mean) <= 0.9
         assert "sampled, not yet used" in lab.locator(".grpo-lab-group").inner_text()
         assert lab.locator(".grpo-lab-group .grpo-chip").count() == 8
 
-        page.wait_for_timeout(500)
-        mark = len(received)
+        traffic.wait_answered()  # everything Reset and Sample group caused has arrived
+        mark, sent = len(traffic.received), len(traffic.sent)
         lab.locator("button.grpo-lab-step").click()
-        wait_for_card(page, lab, "step", lambda t: t == "1", "GRPO step")
-        page.wait_for_timeout(1000)  # anything else the click caused has arrived by now
-        updates = widget_updates(received[mark:])
+        wait_for_card(page, lab, "step", "1", "GRPO step")
+        traffic.wait_answered(sent, requests=1)  # anything else the click caused has arrived
+        updates = widget_updates(traffic.received[mark:])
         assert [update["keys"] for update in updates] == [["state"]], f"one click, one update message: {updates}"
         p_best = float(card(lab, "pB"))
         assert p_best != 0.25 and float(card(lab, "kl")) > 0
@@ -343,19 +443,21 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
 
         steps_box = lab.locator(".grpo-lab-steps input")
         assert steps_box.input_value() == "5", "the recorded run set N = 5"
+        sent = len(traffic.sent)
         steps_box.fill("30")
         steps_box.press("Enter")
-        page.wait_for_timeout(300)
+        traffic.wait_answered(sent, requests=1)  # the kernel has N = 30
+        page.evaluate("() => { window.grpoTestProgress = new Set(); }")
         lab.locator("button.grpo-lab-run").click()
-        progress = lab.locator(".grpo-lab-progress-label")
-        seen = set()
-        deadline = time.monotonic() + CLICK_S
-        while (label := progress.inner_text().strip()) != "30 / 30 steps":  # the run is animated step by step
-            seen.add(label)
-            assert time.monotonic() < deadline, f"Run N steps did not finish; progress shows {label!r}"
-            page.wait_for_timeout(20)
-        assert any(label.endswith(" / 30 steps") for label in seen), f"no intermediate progress seen: {seen}"
-        wait_for_card(page, lab, "step", lambda t: t == "31", "Run N steps")
+        try:  # the run is animated step by step: every label shown in a frame is kept
+            seen = set(page.wait_for_function(PROGRESS, arg="30 / 30 steps", timeout=CLICK_S * 1000).json_value())
+        except PlaywrightTimeout:
+            label = lab.locator(".grpo-lab-progress-label").inner_text().strip()
+            raise AssertionError(f"Run N steps did not finish; progress shows {label!r}") from None
+        assert any(label.endswith(" / 30 steps") for label in seen - {"30 / 30 steps"}), (
+            f"no intermediate progress seen: {seen}"
+        )
+        wait_for_card(page, lab, "step", "31", "Run N steps")
         wait_for_ledger(page, lab, "run 30 steps")
         assert float(card(lab, "pB")) > p_best
         assert lab.locator(".grpo-lab-curves polyline").count() == 6
@@ -365,10 +467,11 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
 
         handle = lab.locator(".grpo-lab-group-size .noUi-handle")
         handle.focus()
+        sent = len(traffic.sent)
         for _ in range(4):
             handle.press("ArrowLeft")
         wait_for_ledger(page, lab, "set G = 4")
-        page.wait_for_timeout(500)
+        traffic.wait_answered(sent, requests=1)  # every key press has reached the kernel and been answered
         entries = lab.locator(".grpo-lab-ledger li").all_inner_texts()
         assert sum("set G" in entry for entry in entries) == 1, f"four key presses, one ledger entry: {entries}"
         assert lab.locator(".grpo-lab-group-size .widget-readout").inner_text().strip() == "4"
@@ -398,7 +501,7 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         onto.focus()
         for key in ("ArrowDown", "ArrowUp", "a", "b", "ArrowDown", "ArrowUp"):
             onto.press(key)
-        page.wait_for_timeout(500)
+        page.evaluate(NEXT_FRAMES)  # a notebook command run by a key has redrawn the notebook by then
         assert (cells.count(), page.evaluate(ACTIVE_CELL)) == before, "keys in the lab reached the notebook"
 
         # Contrast: every text of the lab keeps 4.5:1 in JupyterLab's Light and Dark themes.
