@@ -8,7 +8,7 @@
  * one synchronous pass, hence in one frame. The DOM is written only where the
  * state changed: a slot whose markup is unchanged is skipped, and one that
  * changed is patched in place (an attribute, a text, an element added or
- * removed), so a ledger entry, a chart's frame or the group table's head stays
+ * removed), so a ledger row, a chart's frame or the group table's head stays
  * the node it was (tests/test_lab_site.py checks every redraw of a session).
  * Every slot has a fixed size (the no-signal banner, the chips, the progress
  * bar), so nothing moves when a view changes. The view computes no formula of
@@ -237,7 +237,7 @@
     const items = state.ledger
       .slice()
       .reverse()
-      .map(([n, text]) => `<li data-key="${n}"><span class="grpo-ledger-n">#${n}</span> ${escape(text)}</li>`)
+      .map(([n, text]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(text)}</li>`)
       .join("");
     // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
     return (
@@ -321,16 +321,18 @@
     };
   }
 
-  /* Patch a node in place into the markup's: its children are matched in order (an element with a data-key, a
-   * ledger entry, by its key), a matched node keeps its identity and gets only the attributes and text that
-   * differ; a node with no match is inserted, one left over removed. A node whose content is unchanged is not
-   * written, so the browser restyles only what changed and a focused node (the ledger) keeps the focus. */
+  /* Patch a node in place into the markup's: children are matched in order (a ledger row stays where it is and
+   * takes the entry now shown there), a matched element keeps its identity and gets only the attributes that
+   * differ, a text that differs is the fresh text node; a node with no match is inserted, one left over removed.
+   * A node whose content is unchanged is not written, so the browser restyles only what changed and a focused
+   * node (the ledger) keeps the focus. Nothing moves that did not move before: the rows of the ledger and the
+   * columns of the table stay put (lab.css), and a changed number is a new text node, since the browser counts a
+   * text node whose start moved (a right-aligned number that grew) as a layout shift. */
   const similar = (a, b) => a.nodeType === b.nodeType && a.nodeName === b.nodeName;
-  const keyOf = (node) => (node.nodeType === 1 ? node.getAttribute("data-key") : null);
 
   function patchNode(live, fresh) {
     if (live.nodeType !== 1) {
-      if (live.data !== fresh.data) live.data = fresh.data;
+      if (live.data !== fresh.data) live.replaceWith(fresh);
       return;
     }
     for (const { name, value } of fresh.attributes) {
@@ -341,20 +343,17 @@
   }
 
   function patchChildren(live, fresh) {
-    const keyed = new Map([...live.children].filter(keyOf).map((node) => [keyOf(node), node]));
     let next = live.firstChild;
     for (const node of [...fresh.childNodes]) {
-      const key = keyOf(node);
-      if (!key && next && !similar(next, node) && next.nextSibling && similar(next.nextSibling, node)) {
+      if (next && !similar(next, node) && next.nextSibling && similar(next.nextSibling, node)) {
         const gone = next; // the node before a match is gone (the warning's bold lead, say)
         next = next.nextSibling;
         gone.remove();
       }
-      const match = key ? keyed.get(key) : next && !keyOf(next) ? next : null;
-      if (match && similar(match, node)) {
-        if (match !== next) live.insertBefore(match, next);
-        patchNode(match, node);
+      if (next && similar(next, node)) {
+        const match = next;
         next = match.nextSibling;
+        patchNode(match, node);
       } else live.insertBefore(node, next);
     }
     while (next) {
