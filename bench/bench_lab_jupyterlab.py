@@ -8,8 +8,8 @@ click → all views painted (the page's clock, from the click or key event to th
 first animation frame after the last change a MutationObserver sees in the
 views), the kernel's widget update messages per click (those of the view, and
 of any other widget), and the layout shift (the sum of every layout-shift
-entry, also those right after an input, which the web's CLS would forgive), and the DOM mutation records
-in the views per click (the view rewrites only the slots whose content changed).
+entry, also those right after an input, which the web's CLS would forgive), and what each click wrote in the views
+(``tests/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was).
 Budget: median ≤ 33 ms, p90 ≤ 50 ms, 1 view message per click, 0 layout shift.
 Prints the machine's load, since other work shares its cores.
 Run: ``.venv/bin/python bench/bench_lab_jupyterlab.py``.
@@ -38,15 +38,15 @@ from test_lab_browser import (  # noqa: E402
     run_all_cells,
     wait_for_idle_kernel,
 )
+from test_lab_site import REDRAWS  # noqa: E402
 
 CLICKS = 50
 QUIET_MS = 250  # no change for this long after the last one: the click is fully answered
 NOTEBOOK = "bench-lab.ipynb"
 INSTRUMENT = """() => {
   const views = document.querySelector('.grpo-lab .grpo-lab-views');
-  window.__bench = { start: 0, painted: 0, changed: 0, shift: 0, shiftAfterInput: 0, records: 0 };
-  new MutationObserver((records) => {
-    __bench.records += records.length;
+  window.__bench = { start: 0, painted: 0, changed: 0, shift: 0, shiftAfterInput: 0 };
+  new MutationObserver(() => {
     __bench.changed = performance.now();
     requestAnimationFrame(() => { __bench.painted = performance.now(); });
   }).observe(views, { subtree: true, childList: true, characterData: true, attributes: true });
@@ -61,6 +61,7 @@ INSTRUMENT = """() => {
     }
   }).observe({ type: 'layout-shift' });
 }"""
+WROTE = "() => { const wrote = __redraws(); return [wrote.records, wrote.created, wrote.waste.length]; }"
 ANSWERED = f"""() => __bench.start > 0 && __bench.painted > __bench.start
   && performance.now() - __bench.changed > {QUIET_MS}"""
 
@@ -98,6 +99,7 @@ def main() -> None:
             page.wait_for_selector(".grpo-lab .grpo-lab-views .grpo-lab-ledger li", timeout=SERVER_START_S * 1000)
             wait_for_idle_kernel(page, SERVER_START_S)
             page.evaluate(INSTRUMENT)
+            page.evaluate(REDRAWS, ".grpo-lab .grpo-lab-views")
             lab = page.locator(".grpo-lab").first
             handle = lab.locator(".grpo-lab-beta .noUi-handle")
             controls = {
@@ -108,20 +110,22 @@ def main() -> None:
             }
             rows = []
             for name, act in controls.items():
-                times, view_messages, other_messages, records = [], [], [], []
+                times, view_messages, other_messages, wrote = [], [], [], []
                 shift = page.evaluate("() => [__bench.shift, __bench.shiftAfterInput]")
                 for i in range(CLICKS):
-                    page.evaluate("() => { __bench.start = 0; __bench.painted = 0; __bench.records = 0; }")
+                    page.evaluate("() => { __bench.start = 0; __bench.painted = 0; __redraws(); }")
                     mark = len(received)
                     act(i)
                     page.wait_for_function(ANSWERED, timeout=30_000, polling=20)
                     times.append(page.evaluate("() => __bench.painted - __bench.start"))
-                    records.append(page.evaluate("() => __bench.records"))
+                    wrote.append(page.evaluate(WROTE))
                     view, other = widget_messages(received[mark:])
                     view_messages.append(view)
                     other_messages.append(other)
                 after = page.evaluate("() => [__bench.shift, __bench.shiftAfterInput]")
-                rows.append((name, np.array(times), view_messages, other_messages, after[0] - shift[0], records))
+                rows.append(
+                    (name, np.array(times), view_messages, other_messages, after[0] - shift[0], np.array(wrote))
+                )
             page.screenshot(path=str(ROOT / "_build" / "screenshots" / "bench-jupyterlab.png"))
         browser.close()
     load_after = os.getloadavg()
@@ -131,14 +135,16 @@ def main() -> None:
     )
     print(
         "| control | median ms | p90 ms | max ms | view messages per click | other widget messages | layout shift "
-        "| DOM mutation records per click (median) |"
+        "| per click (median): DOM mutation records / nodes created / writes that changed nothing |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for name, times, view, other, shift, records in rows:
+    for name, times, view, other, shift, wrote in rows:
         counts = lambda xs: "/".join(str(v) for v in sorted(set(xs)))  # noqa: E731
         print(
             f"| {name} | {np.median(times):.1f} | {np.percentile(times, 90):.1f} | {times.max():.1f} "
-            f"| {counts(view)} | {counts(other)} | {shift:.4f} | {np.median(records):.0f} |"
+            f"| {counts(view)} | {counts(other)} | {shift:.4f} | "
+            + " / ".join(f"{m:.0f}" for m in np.median(wrote, axis=0))
+            + " |"
         )
     print("budget: median ≤ 33 ms, p90 ≤ 50 ms, 1 view message per click, layout shift 0")
 

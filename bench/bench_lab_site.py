@@ -3,9 +3,10 @@
 Timed in the page's clock: from the click (``button.click()``, at a random
 moment within a frame) to the next animation frame after the views were redrawn (the click's handler redraws the
 views synchronously; the frame is when they are painted), for *Sample group*
-and *GRPO step*, 200 clicks each, with median, p90 and p95, and the DOM mutation records per click (the view
-rewrites only the slots whose content changed); and *Run N steps* with N = 200 (one step per
-animation frame): steps per second and the time between consecutive redraws.
+and *GRPO step*, 200 clicks each, with median, p90 and p95, and per click what the redraw wrote
+(``tests/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was); and
+*Run N steps* with N = 200 (one step per animation frame): steps per second and the time between consecutive
+redraws.
 Also: the bytes the lab adds to the page (its JS and CSS, with the generated ``lab-spec.js``, uncompressed and
 gzipped). Budgets (issue 11): median ≤ 16.7 ms per click, ≥ 30 steps/s, ≤ 150 KB.
 Prints the machine's load, since other work shares its cores.
@@ -19,6 +20,7 @@ import gzip
 import http.server
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -26,6 +28,9 @@ import numpy as np
 from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_lab_site import REDRAWS  # noqa: E402
+
 SITE = ROOT / "_build" / "html"
 STATIC = ROOT / "src" / "grpo_core" / "lab" / "static"
 LAB_PAGE = "notebooks/11-bandit-lab.html"
@@ -37,21 +42,19 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background
 CLICK_TIMES = """async ([selector, clicks]) => {
   const button = document.querySelector(selector);
   const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve(performance.now())));
-  const handler = [], painted = [], records = [];
-  const observer = new MutationObserver(() => {});
-  observer.observe(document.querySelector('.grpo-lab-live .grpo-lab-views'),
-    { subtree: true, childList: true, characterData: true, attributes: true });
+  const handler = [], painted = [], records = [], created = [], waste = [];
+  __redraws();
   for (let i = 0; i < clicks; i++) {
     await frame();  // then a click at a random moment of the next frame, as a reader's would come
     await new Promise((resolve) => setTimeout(resolve, Math.random() * 16));
     const start = performance.now();
     button.click();
     handler.push(performance.now() - start);
-    records.push(observer.takeRecords().length);
     painted.push((await frame()) - start);
+    const wrote = __redraws();  // after the frame, out of the time
+    records.push(wrote.records), created.push(wrote.created), waste.push(wrote.waste.length);
   }
-  observer.disconnect();
-  return { handler, painted, records };
+  return { handler, painted, records, created, waste };
 }"""
 
 RUN_TIMES = """async (steps) => {
@@ -94,6 +97,7 @@ def main() -> None:
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url, wait_until="load")
         page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
+        page.evaluate(REDRAWS, ".grpo-lab-live .grpo-lab-views")
         sample = page.evaluate(CLICK_TIMES, [".grpo-lab-live button.grpo-lab-sample", CLICKS])
         page.evaluate("() => document.querySelector('.grpo-lab-live button.grpo-lab-reset').click()")
         step = page.evaluate(CLICK_TIMES, [".grpo-lab-live button.grpo-lab-step", CLICKS])
@@ -116,7 +120,11 @@ def main() -> None:
     print(row("GRPO step: click handler (engine + every view)", step["handler"], ""))
     print(row(f"Run N = {RUN_STEPS}: time per step (redraw to redraw)", per_step, "≤ 33.3 (30 steps/s)"))
     for name, clicks in (("Sample group", sample), ("GRPO step", step)):
-        print(f"{name}: DOM mutation records per click, median {np.median(clicks['records']):.0f}")
+        print(
+            f"{name}, per click (median): {np.median(clicks['records']):.0f} DOM mutation records, "
+            f"{np.median(clicks['created']):.0f} nodes created, {np.median(clicks['waste']):.0f} writes that changed "
+            f"nothing (most {max(clicks['waste'])})"
+        )
     rate = run["steps"] / run["seconds"]
     print(f"\nRun N = {RUN_STEPS}: {run['steps']} steps in {run['seconds']:.2f} s = {rate:.1f} steps/s (budget ≥ 30)")
     files = sorted(p for p in [*STATIC.iterdir(), SITE / "_static" / "lab-spec.js"] if p.suffix in (".js", ".css"))

@@ -6,11 +6,14 @@ must (1) play grpo_core's random sessions as grpo_core does (``tests/lab_parity.
 ``tests/test_lab_parity.py``'s); (2) answer every control with the change it promises; (3) print Python that
 replays any session clicked through its controls; (4) request nothing from another host and log no
 error, also with the browser offline; (5) fit the window at every width from
-360 to 1920 px (one page, its window resized), like every other page of the site. Screenshots at 390 and
+360 to 1920 px (one page, its window resized), like every other page of the site; (6) redraw, at each click, only
+what the click changed. Screenshots at 390 and
 1400 px go to ``_build/screenshots/site/``.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -387,35 +390,148 @@ def test_the_printed_python_replays_any_session_clicked_through_the_page(lab_pag
     log.assert_clean(site)
 
 
-TOUCHED = """(selector) => {
-  const views = document.querySelector('.grpo-lab-live .grpo-lab-views');
-  const observer = new MutationObserver(() => {});
-  observer.observe(views, { subtree: true, childList: true, characterData: true, attributes: true });
-  document.querySelector(selector).click();  // the site redraws synchronously, in the click's handler
-  const slots = '.grpo-lab-card, .grpo-lab-warning, .grpo-lab-policy, .grpo-lab-group, .grpo-curve, .grpo-lab-ledger, '
-    + '.grpo-lab-status, .grpo-lab-reproduce';
-  const touched = observer.takeRecords().map((record) => {
-    const node = record.target.nodeType === 1 ? record.target : record.target.parentElement;
-    const slot = node.closest(slots);
-    return slot === null ? 'outside the slots' : slot.className + (slot.classList.contains('grpo-curve')
-      ? ' ' + [...slot.parentElement.children].indexOf(slot) : '');
-  });
-  observer.disconnect();
-  return [...new Set(touched)].sort();
+# What a redraw wrote, slot by slot. ``REDRAWS(selector)`` watches the views under ``selector``; then each call of
+# ``__redraws()`` returns what was written since the last one: the mutation records, the nodes created, the slots
+# touched and the waste, i.e. a write that left its node as it was (an attribute or a text set to the value it had,
+# an element re-created identical to one removed in the same redraw). Also used by bench/bench_lab_site.py and
+# bench/bench_lab_jupyterlab.py.
+REDRAWS = """(selector) => {
+  const views = document.querySelector(selector);
+  const SLOTS = [['card', '.grpo-lab-card'], ['warning', '.grpo-lab-warning'], ['policy', '.grpo-lab-policy'],
+    ['group', '.grpo-lab-group'], ['curve', '.grpo-curve'], ['ledger', '.grpo-lab-ledger'],
+    ['progress', '.grpo-lab-status'], ['engine', '.grpo-lab-engine'], ['replay', '.grpo-lab-reproduce code'],
+    ['summary', '.grpo-lab-summary']];
+  const name = (slot) => {
+    const [kind, selector] = SLOTS.find(([, selector]) => slot.matches(selector));
+    if (kind === 'card') return `card ${slot.classList[1].replace('grpo-lab-', '')}`;
+    return kind === 'curve' ? `curve ${[...views.querySelectorAll(selector)].indexOf(slot)}` : kind;
+  };
+  const slotOf = (node) => {
+    const element = node.nodeType === 1 ? node : node.parentElement;
+    const slot = element && element.closest(SLOTS.map(([, selector]) => selector).join(', '));
+    return slot && views.contains(slot) ? name(slot) : 'outside the slots';
+  };
+  window.__slots = () => Object.fromEntries([...views.querySelectorAll(SLOTS.map(([, s]) => s).join(', '))]
+    .map((slot) => [name(slot), slot.outerHTML]));
+  const size = (node) => 1 + [...node.childNodes].reduce((n, child) => n + size(child), 0);
+  const pending = [];
+  const observer = new MutationObserver((records) => pending.push(...records));
+  observer.observe(views, { subtree: true, childList: true, characterData: true, attributes: true,
+    attributeOldValue: true, characterDataOldValue: true });
+  window.__redraws = () => {
+    const records = [...pending.splice(0), ...observer.takeRecords()];
+    const removed = new Map();  // parent -> outerHTML -> how many elements so written were removed from under it
+    for (const record of records) {
+      if (!removed.has(record.target)) removed.set(record.target, new Map());
+      const under = removed.get(record.target);
+      for (const node of record.removedNodes)
+        if (node.nodeType === 1)
+          for (const e of [node, ...node.querySelectorAll('*')])
+            under.set(e.outerHTML, (under.get(e.outerHTML) || 0) + 1);
+    }
+    const waste = [];
+    // the largest subtrees of an added node that were removed, as they are, from under the same parent
+    const again = (node, under, where) => {
+      if (node.nodeType !== 1) return;
+      const count = under.get(node.outerHTML);
+      if (count) {
+        under.set(node.outerHTML, count - 1);
+        const what = `<${node.localName} class="${node.getAttribute('class') || ''}">`;
+        waste.push(`${where}: ${what} of ${size(node)} nodes re-created unchanged`);
+      } else for (const child of node.children) again(child, under, where);
+    };
+    let created = 0;
+    for (const record of records) {
+      const where = slotOf(record.target);
+      if (record.type === 'attributes') {
+        if (record.target.getAttribute(record.attributeName) === record.oldValue)
+          waste.push(`${where}: ${record.attributeName}="${record.oldValue}" written unchanged`);
+      } else if (record.type === 'characterData') {
+        if (record.target.data === record.oldValue) waste.push(`${where}: text "${record.oldValue}" written unchanged`);
+      } else
+        for (const node of record.addedNodes) {
+          created += size(node);
+          again(node, removed.get(record.target), where);
+        }
+    }
+    const touched = [...new Set(records.map((record) => slotOf(record.target)))].sort();
+    return { records: records.length, created, waste, touched };
+  };
 }"""
 
+# Each redraw of the live lab, as it happens: what it wrote (REDRAWS), the slots whose HTML it changed, and whether
+# the views then equal the views a fresh mount of the page's lab-view.js draws from the same state (the summary,
+# which stays silent during a run, aside), compared with attributes in any order (``unlike``: where they part); and
+# the class of the warning's banner.
+EACH_REDRAW = """async () => {
+  // the page's own view module, in a scope of its own: the §11 widget snapshot runs the copy stored in the notebook
+  const source = await (await fetch(document.querySelector('script[src*="lab-view.js"]').src)).text();
+  const own = { GRPOLab: {} };
+  new Function('globalThis', source)(own);
+  const lab = GRPOLab.labs[0], update = lab.view.update.bind(lab.view);
+  const canonical = (node) => {
+    if (node.nodeType === 3) return JSON.stringify(node.data);
+    if (node.nodeType !== 1 || node.classList.contains('grpo-lab-summary')) return '';
+    const attributes = [...node.attributes].map((a) => ` ${a.name}=${JSON.stringify(a.value)}`).sort().join('');
+    return `<${node.localName}${attributes}>${[...node.childNodes].map(canonical).join('')}</${node.localName}>`;
+  };
+  window.__redrawn = [];
+  lab.view.update = (state) => {
+    const before = __slots();
+    __redraws();
+    update(state);
+    const after = __slots();
+    const fresh = own.GRPOLab.view.mount(document.createElement('div'), GRPOLab.spec);
+    fresh.update(state);
+    const [drawn, anew] = [canonical(lab.view.el), canonical(fresh.el)];
+    let at = 0;
+    while (at < drawn.length && drawn[at] === anew[at]) at++;
+    __redrawn.push({ ...__redraws(), changed: Object.keys(after).filter((slot) => before[slot] !== after[slot]).sort(),
+      banner: lab.view.el.querySelector('.grpo-lab-warning > div').className,
+      unlike: drawn === anew ? null : [drawn, anew].map((html) => html.slice(Math.max(0, at - 80), at + 80)) });
+  };
+}"""
+REDRAW_CLICKS = 30
+SILENT_SAMPLES = 12  # of G = 2 on a π sharpened onto C at 0.94: about 88% of them have no signal
 
-def test_a_click_rewrites_only_the_views_it_changed(lab_page, site):
+
+def test_a_click_rewrites_only_what_it_changed(lab_page, site):
+    """Each redraw writes only what changed: no attribute or text set to the value it had, no element re-created as
+    it was (a ledger entry, a chart's frame, the table's head), no write in a slot whose HTML stays the same (a
+    step that keeps the warning leaves it alone); and what it leaves equals a fresh drawing of the same state.
+    Over a seeded random session of the lab's own controls (the whole redraw of a run, frame by frame, too), then
+    samples of G = 2 from a sharp π, where the no-signal warning comes and goes."""
     page, log, _ = lab_page
-    touched = lambda button: page.evaluate(TOUCHED, f".grpo-lab-live button.grpo-lab-{button}")  # noqa: E731
-    step = touched("step")
-    assert "grpo-lab-policy" in step and "grpo-curve 0" in step and "grpo-curve 4" in step, step
-    sample = touched("sample")
-    assert not any(slot.startswith(("grpo-lab-policy", "grpo-curve")) for slot in sample), sample
-    assert {"grpo-lab-panel grpo-lab-group", "grpo-lab-panel grpo-lab-ledger", "grpo-lab-reproduce"} <= set(sample), (
-        sample
+    page.evaluate(REDRAWS, ".grpo-lab-live .grpo-lab-views")
+    page.evaluate(EACH_REDRAW)
+    redrawn = lambda: page.evaluate("() => __redrawn.splice(0)")  # noqa: E731
+    live(page).locator("button.grpo-lab-sample").click()
+    [sample] = redrawn()
+    assert {"group", "ledger", "replay", "summary", "card mean"} <= set(sample["touched"]), sample
+    assert not any(slot.startswith(("policy", "curve", "card step", "progress")) for slot in sample["touched"]), sample
+    live(page).locator("button.grpo-lab-step").click()
+    [step] = redrawn()
+    assert {"policy", "curve 0", "curve 4", "card step"} <= set(step["touched"]), step
+    rng = np.random.default_rng(5)
+    for _ in range(REDRAW_CLICKS):
+        random_click(page, rng)
+    lab = live(page)
+    lab.locator(".grpo-lab-group-size input").fill("2")
+    lab.locator(".grpo-lab-sharpen-action select").select_option("C")
+    lab.locator(".grpo-lab-sharpen-prob input").fill("0.94")
+    lab.locator("button.grpo-lab-sharpen").click()
+    for _ in range(SILENT_SAMPLES):
+        lab.locator("button.grpo-lab-sample").click()
+    every = [sample, step, *redrawn()]
+    assert len(every) > REDRAW_CLICKS + SILENT_SAMPLES
+    banners = set(itertools.pairwise(r["banner"] for r in every))
+    assert {("grpo-warning", "grpo-signal"), ("grpo-signal", "grpo-warning")} <= banners, "the warning comes and goes"
+    assert [r["waste"] for r in every if r["waste"]] == [], "writes that changed nothing"
+    assert [(r["touched"], r["changed"]) for r in every if not set(r["touched"]) <= set(r["changed"])] == [], (
+        "a slot written whose HTML stayed the same: (touched, changed)"
     )
-    assert touched("sample") != [] and "grpo-lab-card grpo-lab-step" not in touched("sample")
+    assert [r["unlike"] for r in every if r["unlike"]] == [], "the views differ from a fresh drawing of the same state"
+    assert any("policy" in r["changed"] and "warning" not in r["changed"] for r in every), "no step kept the warning"
     log.assert_clean(site)
 
 

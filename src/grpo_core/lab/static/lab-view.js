@@ -5,8 +5,11 @@
  * grpo_core.lab.state.lab_state from a BanditGRPO run), on the site it is
  * driven by lab-site.js over the JavaScript engine (lab-engine.js). Either
  * way a click becomes one state, and update() redraws the views from it in
- * one synchronous pass, hence in one frame; a slot whose content did not
- * change is not touched (the DOM is written only where the state changed).
+ * one synchronous pass, hence in one frame. The DOM is written only where the
+ * state changed: a slot whose markup is unchanged is skipped, and one that
+ * changed is patched in place (an attribute, a text, an element added or
+ * removed), so a ledger row, a chart's frame or the group table's head stays
+ * the node it was (tests/test_lab_site.py checks every redraw of a session).
  * Every slot has a fixed size (the no-signal banner, the chips, the progress
  * bar), so nothing moves when a view changes. The view computes no formula of
  * the chapter; it formats. Which cards and curve panels it draws comes from
@@ -42,13 +45,19 @@
   const g = (value) => String(Number(value)); // Python's :g for the rewards of the table
   const tone = (a) => (a > 0 ? "grpo-pos" : a < 0 ? "grpo-neg" : "grpo-zero");
 
+  /** The answers with their probabilities under ``probs``, as the charts' names and the summary say them. */
+  const probsText = (state, probs) => state.names.map((name, k) => `${name} ${fmt(probs[k], 2)}`).join(", ");
+
   function policySvg(state) {
     const width = 360, height = 196, left = 34, right = 8, top = 22, bottom = 44;
     const plotW = width - left - right, plotH = height - top - bottom;
     const slot = plotW / state.names.length;
     const y = (p) => top + plotH * (1 - p);
+    const name =
+      `Policy π over the answers: ${probsText(state, state.probs)}. ` +
+      `Reference π_ref: ${probsText(state, state.ref_probs)}.`;
     const parts = [
-      `<svg class="grpo-svg" viewBox="0 0 ${width} ${height}" role="img" aria-label="policy over actions">`,
+      `<svg class="grpo-svg" viewBox="0 0 ${width} ${height}" role="img" aria-label="${escape(name)}">`,
       `<rect x="${width - 150}" y="4" width="10" height="10" fill="${COLORS.blue}"/>`,
       `<text x="${width - 136}" y="13" class="grpo-small">π_θ</text>`,
       `<rect x="${width - 98}" y="4" width="10" height="10" fill="${COLORS.ref}" stroke="${COLORS.grey}"/>`,
@@ -176,6 +185,8 @@
       const yOf = (v) => (y1 - ((y1 - y0) * (v - yLow)) / (yHigh - yLow)).toFixed(1);
       const values = c[series[series.length - 1][0]][1];
       const current = values.length ? fmt(values[values.length - 1]) : "—";
+      const words = title.map(([text]) => text.replace("best", bestName)).join("");
+      const name = `Learning curve of ${words} over ${state.steps} steps: now ${current}.`;
       const lines = series
         .filter(([key]) => c[key][0].length)
         .map(([key, color, stroke]) => {
@@ -184,7 +195,7 @@
           return `<polyline points="${points}" fill="none" stroke="${color}" stroke-width="${stroke}"/>`;
         });
       return (
-        `<svg class="grpo-svg" viewBox="0 0 ${w} ${h}" role="img" aria-label="learning curve">` +
+        `<svg class="grpo-svg" viewBox="0 0 ${w} ${h}" role="img" aria-label="${escape(name)}">` +
         `<rect x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" class="grpo-panel"/>` +
         `<text x="${x0}" y="13" class="grpo-panel-title">${heading}</text>` +
         `<text x="${x1}" y="13" text-anchor="end" class="grpo-value">${current}</text>` +
@@ -228,7 +239,11 @@
       .reverse()
       .map(([n, text]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(text)}</li>`)
       .join("");
-    return `<div class="grpo-group-title">Ledger (most recent first)</div><ol class="grpo-ledger">${items}</ol>`;
+    // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
+    return (
+      '<div class="grpo-group-title">Ledger (most recent first)</div>' +
+      `<ol class="grpo-ledger" tabindex="0" aria-label="Ledger, most recent first">${items}</ol>`
+    );
   }
 
   /** The skeleton: every slot, empty; the cards and curve panels those of the spec. */
@@ -264,8 +279,7 @@
    * JupyterLab the lab keeps its keys (no notebook shortcut fires from inside it). */
   function summaryText(state) {
     const names = state.names;
-    const probs = names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
-    const parts = [`Step ${state.steps}. Policy: ${probs}.`];
+    const parts = [`Step ${state.steps}. Policy: ${probsText(state, state.probs)}.`];
     const group = state.group;
     if (group !== null) {
       const used = group.ratios !== null ? "used by the step" : "sampled";
@@ -292,10 +306,6 @@
     status.setAttribute("aria-atomic", "true");
     el.appendChild(status);
     el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
-    // an attribute is written only when it changes (a redraw touches only what changed)
-    const label = (node, name, value) => {
-      if (node.getAttribute(name) !== value) node.setAttribute(name, value);
-    };
     return (state) => {
       // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
       // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and
@@ -305,23 +315,52 @@
         lab.setAttribute("data-lm-suppress-shortcuts", "true");
         lab.addEventListener("keydown", (event) => event.stopPropagation());
       }
-      // the ledger scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
-      const ledger = el.querySelector(".grpo-ledger");
-      label(ledger, "tabindex", "0");
-      label(ledger, "aria-label", "Ledger, most recent first");
-      const policy = el.querySelector(".grpo-lab-policy svg");
-      const probs = state.names.map((name, k) => `${name} ${fmt(state.probs[k], 2)}`).join(", ");
-      const ref = state.names.map((name, k) => `${name} ${fmt(state.ref_probs[k], 2)}`).join(", ");
-      label(policy, "aria-label", `Policy π over the answers: ${probs}. Reference π_ref: ${ref}.`);
-      el.querySelectorAll(".grpo-curve svg").forEach((svg) => {
-        const title = svg.querySelector(".grpo-panel-title").textContent;
-        const now = svg.querySelector(".grpo-value").textContent;
-        label(svg, "aria-label", `Learning curve of ${title} over ${state.steps} steps: now ${now}.`);
-      });
       const [done, total] = state.progress;
       const text = summaryText(state);
       if (!(total && done < total) && status.textContent !== text) status.textContent = text;
     };
+  }
+
+  /* Patch a node in place into the markup's: children are matched in order (a ledger row stays where it is and
+   * takes the entry now shown there), a matched element keeps its identity and gets only the attributes that
+   * differ, a text that differs is the fresh text node; a node with no match is inserted, one left over removed.
+   * A node whose content is unchanged is not written, so the browser restyles only what changed and a focused
+   * node (the ledger) keeps the focus. Nothing moves that did not move before: the rows of the ledger and the
+   * columns of the table stay put (lab.css), and a changed number is a new text node, since the browser counts a
+   * text node whose start moved (a right-aligned number that grew) as a layout shift. */
+  const similar = (a, b) => a.nodeType === b.nodeType && a.nodeName === b.nodeName;
+
+  function patchNode(live, fresh) {
+    if (live.nodeType !== 1) {
+      if (live.data !== fresh.data) live.replaceWith(fresh);
+      return;
+    }
+    for (const { name, value } of fresh.attributes) {
+      if (live.getAttribute(name) !== value) live.setAttribute(name, value);
+    }
+    for (const { name } of [...live.attributes]) if (!fresh.hasAttribute(name)) live.removeAttribute(name);
+    patchChildren(live, fresh);
+  }
+
+  function patchChildren(live, fresh) {
+    let next = live.firstChild;
+    for (const node of [...fresh.childNodes]) {
+      if (next && !similar(next, node) && next.nextSibling && similar(next.nextSibling, node)) {
+        const gone = next; // the node before a match is gone (the warning's bold lead, say)
+        next = next.nextSibling;
+        gone.remove();
+      }
+      if (next && similar(next, node)) {
+        const match = next;
+        next = match.nextSibling;
+        patchNode(match, node);
+      } else live.insertBefore(node, next);
+    }
+    while (next) {
+      const after = next.nextSibling;
+      next.remove();
+      next = after;
+    }
   }
 
   /** Build the views inside ``el`` once, from the lab's spec (grpo_core.lab.spec); returns {update(state)},
@@ -348,10 +387,12 @@
       engine: $(".grpo-lab-engine"),
       reproduce: $(".grpo-lab-reproduce code"),
     };
-    const written = new Map(); // slot -> the HTML it holds
+    const written = new Map(); // slot -> the markup it holds
+    const parsed = document.createElement("template");
     const html = (slot, markup) => {
       if (written.get(slot) !== markup) {
-        slot.innerHTML = markup;
+        parsed.innerHTML = markup;
+        patchChildren(slot, parsed.content);
         written.set(slot, markup);
       }
     };
