@@ -250,6 +250,57 @@ def test_the_lab_page_fits_every_width(browser, site):
         context.close()
 
 
+# The banner's HTML for the longest texts it can hold (no signal in a group of the largest G, with and without a KL
+# term; signal), drawn by a fresh mount of the page's view; then, in a views box of each width in turn, how much
+# taller than its slot's reserved height (min-height) the slot and its text are.
+BANNER_OVERFLOW = """([widths, largest]) => {
+  const state = GRPOLab.labs[0].state(), table = state.rewards;
+  const group = (actions) => ({ actions, rewards: actions.map((a) => table[a]), advantages: actions.map(() => 0),
+    ratios: null, clipped: null, eps: null });
+  const silent = group(Array(largest).fill(1)), mixed = group(Array.from({ length: largest }, (_, i) => i % 2));
+  const variants = [
+    { ...state, config: { ...state.config, beta: 0.995 }, group: silent },
+    { ...state, config: { ...state.config, beta: 0 }, group: silent },
+    { ...state, group: mixed, stats: { ...state.stats, std: 0.35 } },
+  ];
+  const lab = document.createElement('div'), views = document.createElement('div');
+  const slot = document.createElement('div');
+  lab.className = 'grpo-lab';
+  views.className = 'grpo-lab-views';
+  slot.className = 'grpo-lab-warning';
+  views.style.flex = 'none';
+  lab.append(views);
+  views.append(slot);
+  document.body.append(lab);
+  const found = [];
+  for (const variant of variants) {
+    const fresh = GRPOLab.view.mount(document.createElement('div'), GRPOLab.spec);
+    fresh.update(variant);
+    slot.innerHTML = fresh.el.querySelector('.grpo-lab-warning').innerHTML;
+    for (const width of widths) {
+      views.style.width = `${width}px`;
+      const reserved = parseFloat(getComputedStyle(slot).minHeight) || slot.clientHeight;
+      const text = slot.firstElementChild;
+      const over = Math.max(slot.getBoundingClientRect().height - reserved, text.scrollHeight - text.clientHeight);
+      if (over > 0.5) found.push([width, Math.round(over), text.textContent.slice(0, 40)]);
+    }
+  }
+  lab.remove();
+  return found;
+}"""
+
+
+def test_the_warning_banner_keeps_its_height_at_every_width(lab_page, site):
+    """The banner's slot holds each of its texts, the longest included (no signal in a group of G = 64, β > 0),
+    in the height it reserves, at every width the lab's views can take (the lab is at most 1180 px wide: 854 px
+    of views beside the controls, 900 px below them): no text is cut off, and nothing below the banner moves
+    when it comes or goes. (In JupyterLab, at 855 px, the banner's second line was cut off.)"""
+    page, log, _ = lab_page
+    largest = next(knob for knob in KNOBS if knob.name == "group_size").maximum
+    assert page.evaluate(BANNER_OVERFLOW, [list(range(240, 901)), largest]) == [], "(width, px too tall, text)"
+    log.assert_clean(site)
+
+
 def test_screenshot_of_the_live_lab_at_1400_px(lab_page, site):
     page, log, _ = lab_page
     lab = live(page)
