@@ -720,6 +720,7 @@ CONTRAST_KEYS = """() => {
   };
   const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
   const key = (e) => {
+    if (!covers) scan();
     const box = e.getBoundingClientRect();
     const over = covers.filter(([c, rect]) => !c.contains(e) && meets(box, rect)).map(([c]) => styleOf(c));
     return [e.tagName, chain(e), ...over].join('#');
@@ -729,28 +730,34 @@ CONTRAST_KEYS = """() => {
   const { removeUnicode, sanitize } = axe.commons.text;
   const real = (e) => /^(INPUT|SELECT|TEXTAREA)$/.test(e.tagName) || [...e.childNodes].some((n) => n.nodeType === 3
     && removeUnicode(sanitize(n.textContent), { emoji: true, nonBmp: false, punctuations: true }) !== '');
-  const audit = {
-    begin() {  // before each axe run or marking: the page's styles may have changed (colour scheme, width)
-      chains = new Map(); tints = new Map(); covers = []; clipped = [];
-      for (const c of document.querySelectorAll('body *')) {
-        const s = getComputedStyle(c);
-        const [top, right, bottom, left] = s.clip.startsWith('rect(') ? s.clip.match(/-?[\\d.]+/g).map(Number) : [];
-        const inset = s.clipPath.match(/^(inset|circle)\\((\\d+)/);
-        if ((['absolute', 'fixed'].includes(s.position) && bottom - top <= 0 && right - left <= 0)
-          || (inset && (inset[1] === 'inset' ? parseInt(inset[2]) >= 50 : inset[2] === '0'))) clipped.push(c);
-        else if ((s.position !== 'static' || s.float !== 'none') && s.visibility === 'visible'
-          && (s.backgroundImage !== 'none' || s.backgroundColor !== 'rgba(0, 0, 0, 0)') && c.getClientRects().length) {
-          covers.push([c, c.getBoundingClientRect()]);
-        }
+  const scan = () => {  // the boxes that may overlap a text (covers), and those that axe says clip to nothing
+    covers = []; clipped = [];
+    for (const c of document.querySelectorAll('body *')) {
+      const s = getComputedStyle(c);
+      const [top, right, bottom, left] = s.clip.startsWith('rect(') ? s.clip.match(/-?[\\d.]+/g).map(Number) : [];
+      const inset = s.clipPath.match(/^(inset|circle)\\((\\d+)/);
+      if ((['absolute', 'fixed'].includes(s.position) && bottom - top <= 0 && right - left <= 0)
+        || (inset && (inset[1] === 'inset' ? parseInt(inset[2]) >= 50 : inset[2] === '0'))) clipped.push(c);
+      else if ((s.position !== 'static' || s.float !== 'none') && s.visibility === 'visible'
+        && (s.backgroundImage !== 'none' || s.backgroundColor !== 'rgba(0, 0, 0, 0)') && c.getClientRects().length) {
+        covers.push([c, c.getBoundingClientRect()]);
       }
+    }
+  };
+  const audit = {
+    recording: true,  // until the first marking: the keys decided at the first width
+    begin() {  // before each axe run or marking: the page's styles may have changed (colour scheme, width)
+      chains = new Map(); tints = new Map(); covers = null;
     },
     record(e, verdict) {
-      if (verdict === true || verdict === false) {
+      if (audit.recording && (verdict === true || verdict === false)) {
         (decided[document.documentElement.dataset.theme] ||= new Set()).add(key(e));
       }
     },
     mark() {  // mark the texts whose key was not decided in this colour scheme; how many
       audit.begin();
+      audit.recording = false;
+      scan();
       document.querySelectorAll('[data-contrast-check]').forEach((e) => e.removeAttribute('data-contrast-check'));
       const known = decided[document.documentElement.dataset.theme] || new Set();
       const texts = new Set(document.querySelectorAll('body input, body select, body textarea'));
@@ -837,9 +844,13 @@ MATH_CONTRAST = """() => {
   return low;
 }"""
 # axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the elements
-# CONTRAST_SELECTOR names).
+# CONTRAST_SELECTOR names). Of what axe-core preloads before its rules, only the media (no-autoplay-audio) serves a
+# rule of these tags: the style sheets (cssom) serve css-orientation-lock alone, which is experimental and not run;
+# parsing them took a fifth of an axe run's time.
 AXE_RUN = """async ({tags, rules}) => {
-  const options = { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } };
+  const options = {
+    resultTypes: ['violations'], runOnly: { type: 'tag', values: tags }, preload: { assets: ['media'] },
+  };
   if (rules === 'color-contrast') options.runOnly = { type: 'rule', values: ['color-contrast'] };
   contrastAudit.begin();
   const result = await axe.run(document, options);
