@@ -636,7 +636,8 @@ WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 #   same colour scheme: text that a media query for narrow windows restyles, text shown only on a phone (the
 #   navigation toggles), text that at 1280 px was hidden or that axe could not decide. The others would get the
 #   verdict their key got at 1280 px (CONTRAST_KEYS says why). When no text is left to check, the pass runs no axe:
-#   dark at 390 px as a rule, so a page costs three axe runs.
+#   so the dark pass at 390 px on most pages (0 texts on book/api/bandit, book/notation and a source listing; 11 on
+#   §6, code scrolled out of sight at both widths; about 100 on the lab page), which then cost three axe runs.
 # MathJax draws its glyphs as CSS content (mjx-c::before), which axe-core's color-contrast does not read: in every
 # pass MATH_CONTRAST measures the colour of each formula against its background instead.
 AUDIT = {
