@@ -17,8 +17,10 @@ defines it first. A screenshot of the first screen of each page, at 1400 and at
 390 px, is saved under ``_build/screenshots/site/`` for a human to look at.
 
 Accessibility: axe-core (vendored, ``tests/_vendor/``) finds no WCAG 2.1 A or AA violation on any page, the source
-listings of the API included, in light and dark mode, at 1280 and 390 px; every image has alt text that describes
-it (not a file name).
+listings of the API included, in light and dark mode, at 1280 and 390 px (at 390 px color-contrast checks the text
+whose contrast could differ from 1280 px: AUDIT); every formula's colour has a contrast of 4.5:1 or more with its
+background in both modes (MathJax draws glyphs axe cannot read); every image has alt text that describes it (not a
+file name).
 """
 
 from __future__ import annotations
@@ -629,14 +631,28 @@ WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 # The audit of a page: at each window width, the passes (colour scheme, which rules). Each axe run costs a walk of
 # the whole page, so the passes are as few as can still find everything:
 # - at 1280 px every rule, light; then, dark, what the colours decide (color-contrast);
-# - at 390 px every rule but color-contrast (the colours of an element do not depend on the width), light.
-# MathJax draws its glyphs as CSS content (mjx-c::before), which axe-core's color-contrast does not read: no pass
-# measures the colour of math (excluding mjx-container from the dark pass, as the audit once did, changed nothing
-# it found and cost time).
+# - at 390 px every rule, light, and color-contrast again, dark; but at 390 px color-contrast checks only the text
+#   whose contrast key (CONTRAST_KEYS) no text had when axe-core decided it (pass or violation) at 1280 px in the
+#   same colour scheme: text that a media query for narrow windows restyles, text shown only on a phone (the
+#   navigation toggles), text that at 1280 px was hidden or that axe could not decide. The others would get the
+#   verdict their key got at 1280 px (CONTRAST_KEYS says why). When no text is left to check, the pass runs no axe:
+#   so the dark pass at 390 px on most pages (0 texts on book/api/bandit, book/notation and a source listing; 11 on
+#   §6, code scrolled out of sight at both widths; about 100 on the lab page), which then cost three axe runs.
+# MathJax draws its glyphs as CSS content (mjx-c::before), which axe-core's color-contrast does not read: in every
+# pass MATH_CONTRAST measures the colour of each formula against its background instead.
 AUDIT = {
     1280: (("light", "all"), ("dark", "color-contrast")),
-    NARROW: (("light", "other rules"),),
+    NARROW: (("light", "all"), ("dark", "color-contrast")),
 }
+# The computed style that axe-core's color-contrast reads on a text and on each element whose background it is drawn
+# on: its colours, font size and weight, shadow, stroke, filter, blending and visibility, and the pseudo-content.
+STYLE_OF = """(e) => {
+  const props = ['color', 'opacity', 'font-size', 'font-weight', 'text-shadow', 'background-color', 'background-image',
+    '-webkit-text-stroke-width', '-webkit-text-stroke-color', '-webkit-text-fill-color', 'filter', 'mix-blend-mode',
+    'visibility', 'display'];
+  const s = getComputedStyle(e), before = getComputedStyle(e, '::before'), after = getComputedStyle(e, '::after');
+  return props.map((p) => s.getPropertyValue(p)).concat([before.content, after.content]).join(';');
+}"""
 # Code (highlighted blocks, API signatures) is text in thousands of spans of a few styles, and most of the time of
 # color-contrast went to them. Its verdict on an element is a function of what SAME_CONTRAST reads: the text's
 # own colours, font size and weight, shadow, stroke, filter and pseudo-content, and those of each element up to the
@@ -647,13 +663,7 @@ AUDIT = {
 # get the same verdict. A span of a colour of its own is a key of its own: it is checked.
 SAME_CONTRAST = """() => {
   for (const e of document.querySelectorAll('[data-same-contrast]')) e.removeAttribute('data-same-contrast');
-  const props = ['color', 'opacity', 'font-size', 'font-weight', 'text-shadow', 'background-color', 'background-image',
-    '-webkit-text-stroke-width', '-webkit-text-stroke-color', '-webkit-text-fill-color', 'filter', 'mix-blend-mode',
-    'visibility', 'display'];
-  const style = (e) => {
-    const s = getComputedStyle(e), before = getComputedStyle(e, '::before'), after = getComputedStyle(e, '::after');
-    return props.map((p) => s.getPropertyValue(p)).concat([before.content, after.content]).join(';');
-  };
+  const style = __STYLE_OF__;
   let marked = 0;
   for (const block of document.querySelectorAll('div.highlight pre, dt.sig')) {
     const box = block.getBoundingClientRect(), seen = new Set();
@@ -670,13 +680,180 @@ SAME_CONTRAST = """() => {
     }
   }
   return marked;
+}""".replace("__STYLE_OF__", STYLE_OF)
+# What color-contrast decides on a text at 390 px, it has decided at 1280 px unless the text's key is new. The
+# check (color-contrast-evaluate in axe-core 4.14) measures a visible text's contrast from, and only from:
+# - the text's own computed style (STYLE_OF: colours, size and weight, which choose the 4.5:1 or 3:1 threshold,
+#   shadow, stroke, filter, pseudo-content) and its tag;
+# - what it is drawn on: the backgrounds of its ancestors up to the first opaque one (STYLE_OF of each), then only
+#   the opacity, filter and blending of the ancestors above that (which still tint what is drawn);
+# - any other box painted under or over it: only a positioned or floating box can overlap a text that is not its
+#   descendant (boxes in normal flow do not overlap; a negative margin could slide one under a text, and that is
+#   not in the key), so the STYLE_OF of each such box with a background whose rectangle meets the text's is part
+#   of the key (a box that moves onto a text at 390 px changes the key).
+# That is the text's key; its verdict (pass or violation, with the ratio) is a function of it, whatever the width.
+# axe-core's color-contrast check is wrapped (add_axe): each text it measures adds its key to the keys decided in
+# the page's colour scheme (not a text it passes unmeasured as hidden, nor one it leaves "incomplete"). At 390 px the
+# texts whose key is not among them are marked data-contrast-check, and color-contrast runs on those only: a text
+# with a decided key would get that key's verdict again (a violation of it was reported at 1280 px already), a text
+# hidden at 390 px none. Only the texts axe-core would take are marked: those of its color-contrast-matches (a form
+# field, or an element with a text node of more than punctuation and emoji), and not those it calls hidden.
+CONTRAST_KEYS = """() => {
+  const styleOf = __STYLE_OF__;
+  const decided = {};
+  let chains, tints, covers, clipped;
+  const opaque = (s) => s.backgroundImage !== 'none' || s.backgroundColor.startsWith('rgb(');  // rgba(): see-through
+  const tint = (e) => {  // the opacity, filter and blending of e and every ancestor
+    if (!e) return '';
+    if (!tints.has(e)) {
+      const s = getComputedStyle(e);
+      tints.set(e, [s.opacity, s.filter, s.mixBlendMode].join(',') + '<' + tint(e.parentElement));
+    }
+    return tints.get(e);
+  };
+  const chain = (e) => {  // e's style, then its parent's, up to the first opaque background; then the tints above
+    if (!e) return '';
+    if (!chains.has(e)) {
+      const above = opaque(getComputedStyle(e)) ? '<' + tint(e.parentElement) : '|' + chain(e.parentElement);
+      chains.set(e, styleOf(e) + above);
+    }
+    return chains.get(e);
+  };
+  const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const key = (e) => {
+    if (!covers) scan();
+    const box = e.getBoundingClientRect();
+    const over = covers.filter(([c, rect]) => !c.contains(e) && meets(box, rect)).map(([c]) => styleOf(c));
+    return [e.tagName, chain(e), ...over].join('#');
+  };
+  // Text that axe-core's color-contrast-matches takes: a form field, or an element with a text node of more than
+  // punctuation and emoji (its hasRealTextChildren, through its own functions).
+  const { removeUnicode, sanitize } = axe.commons.text;
+  const real = (e) => /^(INPUT|SELECT|TEXTAREA)$/.test(e.tagName) || [...e.childNodes].some((n) => n.nodeType === 3
+    && removeUnicode(sanitize(n.textContent), { emoji: true, nonBmp: false, punctuations: true }) !== '');
+  const scan = () => {  // the boxes that may overlap a text (covers), and those that axe says clip to nothing
+    covers = []; clipped = [];
+    for (const c of document.querySelectorAll('body *')) {
+      const s = getComputedStyle(c);
+      const [top, right, bottom, left] = s.clip.startsWith('rect(') ? s.clip.match(/-?[\\d.]+/g).map(Number) : [];
+      const inset = s.clipPath.match(/^(inset|circle)\\((\\d+)/);
+      if ((['absolute', 'fixed'].includes(s.position) && bottom - top <= 0 && right - left <= 0)
+        || (inset && (inset[1] === 'inset' ? parseInt(inset[2]) >= 50 : inset[2] === '0'))) clipped.push(c);
+      else if ((s.position !== 'static' || s.float !== 'none') && s.visibility === 'visible'
+        && (s.backgroundImage !== 'none' || s.backgroundColor !== 'rgba(0, 0, 0, 0)') && c.getClientRects().length) {
+        covers.push([c, c.getBoundingClientRect()]);
+      }
+    }
+  };
+  const audit = {
+    recording: true,  // until the first marking: the keys decided at the first width
+    begin() {  // before each axe run or marking: the page's styles may have changed (colour scheme, width)
+      chains = new Map(); tints = new Map(); covers = null;
+    },
+    record(e, verdict) {
+      if (audit.recording && (verdict === true || verdict === false)) {
+        (decided[document.documentElement.dataset.theme] ||= new Set()).add(key(e));
+      }
+    },
+    mark() {  // mark the texts whose key was not decided in this colour scheme; how many
+      audit.begin();
+      audit.recording = false;
+      scan();
+      document.querySelectorAll('[data-contrast-check]').forEach((e) => e.removeAttribute('data-contrast-check'));
+      const known = decided[document.documentElement.dataset.theme] || new Set();
+      const texts = new Set(document.querySelectorAll('body input, body select, body textarea'));
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        if (n.textContent.trim() && real(n.parentElement)) texts.add(n.parentElement);
+      }
+      let marked = 0;
+      for (const e of texts) {
+        if (known.has(key(e))) continue;
+        // Text that axe-core calls hidden it passes without measuring: not drawn (the browser's checkVisibility: no
+        // box, visibility, the closed part of a <details>), clipped to nothing by a positioned ancestor (axe's
+        // clipHidden, copied above: MathJax's assistive MathML, screen-reader-only text), or off the page (axe's
+        // own isOffscreen: the skip link).
+        if (!e.checkVisibility({ visibilityProperty: true }) || clipped.some((c) => c.contains(e))
+          || axe.commons.dom.isOffscreen(e)) continue;
+        e.setAttribute('data-contrast-check', '');
+        marked++;
+      }
+      return marked;
+    },
+  };
+  window.contrastAudit = audit;
+  const check = axe._audit.checks['color-contrast'], evaluate = check.evaluate;
+  check.evaluate = function (node, ...rest) {
+    let measured = false;  // a contrast ratio was measured (axe passes hidden text unmeasured)
+    const data = this.data;
+    this.data = (d) => { measured = typeof (d || {}).contrastRatio === 'number'; return data.call(this, d); };
+    const verdict = evaluate.call(this, node, ...rest);
+    if (measured) audit.record(node, verdict);
+    return verdict;
+  };
+}""".replace("__STYLE_OF__", STYLE_OF)
+# Which text color-contrast checks: at 1280 px all but SAME_CONTRAST's marks, at 390 px CONTRAST_KEYS' marks.
+CONTRAST_SELECTOR = "(selector) => axe.configure({ rules: [{ id: 'color-contrast', selector }] })"
+EVERY_TEXT, NEW_TEXT = "*:not([data-same-contrast])", "[data-contrast-check]"
+# The colour of typeset math against its background, in the page: [where, contrast ratio, colour, background] of
+# each formula shown whose glyphs (the colour of its mjx-c elements, whose ::before content they are) fall below
+# 4.5:1 by WCAG's formula. The background is the first opaque one of its ancestors, with the see-through ones
+# above it laid over it; the text's colour is weighted by its opacity and its ancestors'. Any CSS colour is read
+# through a canvas (computed colours need not be rgb()).
+MATH_CONTRAST = """() => {
+  const ctx = Object.assign(document.createElement('canvas'), { width: 1, height: 1 })
+    .getContext('2d', { willReadFrequently: true });
+  const rgba = (css) => {
+    ctx.clearRect(0, 0, 1, 1); ctx.fillStyle = '#000'; ctx.fillStyle = css; ctx.fillRect(0, 0, 1, 1);
+    const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
+    return [r, g, b, a / 255];
+  };
+  const over = ([r, g, b, a], [R, G, B]) => [r * a + R * (1 - a), g * a + G * (1 - a), b * a + B * (1 - a), 1];
+  const luminance = (rgb) => rgb.slice(0, 3).map((v) => v / 255)
+    .map((v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4))
+    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const ratio = (x, y) => (Math.max(luminance(x), luminance(y)) + 0.05) / (Math.min(luminance(x), luminance(y)) + 0.05);
+  const canvas = rgba(getComputedStyle(document.documentElement).backgroundColor)[3] === 1
+    ? rgba(getComputedStyle(document.documentElement).backgroundColor) : [255, 255, 255, 1];
+  const background = (e) => {
+    const layers = [];
+    let opacity = 1;
+    for (let a = e; a; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      opacity *= parseFloat(s.opacity);
+      if (s.backgroundImage !== 'none') return [null, opacity, a];
+      const c = rgba(s.backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] === 1) break;
+    }
+    return [layers.reduceRight((below, layer) => over(layer, below), canvas), opacity];
+  };
+  const low = [];
+  document.querySelectorAll('mjx-container').forEach((math, i) => {
+    if (!math.getClientRects().length || getComputedStyle(math).visibility !== 'visible') return;
+    const [bg, opacity, image] = background(math);
+    const where = `${(math.closest('[id]') || {}).id || 'page'} math ${i}`;
+    if (!bg) { low.push([where, `drawn on a background image (${image.tagName})`]); return; }
+    const colours = new Set([...math.querySelectorAll('mjx-c')].map((c) => getComputedStyle(c).color));
+    for (const colour of colours) {
+      const [r, g, b, a] = rgba(colour);
+      const contrast = ratio(over([r, g, b, a * opacity], bg), bg);
+      const on = `rgb(${bg.slice(0, 3).map(Math.round)})`;
+      if (contrast < 4.5) low.push([where, `${contrast.toFixed(2)}:1, ${colour} on ${on}`]);
+    }
+  });
+  return low;
 }"""
 # axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the elements
-# SAME_CONTRAST leaves unmarked).
+# CONTRAST_SELECTOR names). Of what axe-core preloads before its rules, only the media (no-autoplay-audio) serves a
+# rule of these tags: the style sheets (cssom) serve css-orientation-lock alone, which is experimental and not run;
+# parsing them took a fifth of an axe run's time.
 AXE_RUN = """async ({tags, rules}) => {
-  const options = { resultTypes: ['violations'], runOnly: { type: 'tag', values: tags } };
+  const options = {
+    resultTypes: ['violations'], runOnly: { type: 'tag', values: tags }, preload: { assets: ['media'] },
+  };
   if (rules === 'color-contrast') options.runOnly = { type: 'rule', values: ['color-contrast'] };
-  if (rules === 'other rules') options.rules = { 'color-contrast': { enabled: false } };
+  contrastAudit.begin();
   const result = await axe.run(document, options);
   return Object.fromEntries(result.violations.map((v) => [v.id, v.nodes.map((n) => [
     n.target.join(' '), (n.failureSummary || '').split('\\n').slice(1, 2).join('').trim().slice(0, 120)])]));
@@ -709,16 +886,18 @@ NO_TRANSITIONS = "*, *::before, *::after { transition: none !important; }"
 
 
 def add_axe(page) -> None:
-    """Put axe-core into the page, with its colours switching without transitions, and start WATCH_THE_THEME."""
+    """Put axe-core into the page, with its color-contrast check recording the keys it decides (CONTRAST_KEYS) and
+    its colours switching without transitions, and start WATCH_THE_THEME."""
     page.add_script_tag(path=str(AXE))
-    page.evaluate("() => axe.configure({ rules: [{ id: 'color-contrast', selector: '*:not([data-same-contrast])' }] })")
+    page.evaluate(CONTRAST_KEYS)
     page.add_style_tag(content=NO_TRANSITIONS)
     page.evaluate(WATCH_THE_THEME, THEME_DEBOUNCE_MS)
 
 
 def audit_at_this_width(page, found: dict) -> None:
     """Run the passes of AUDIT for the page's window width (axe-core is in the page) into ``found``: {(colour
-    scheme, width): {rule: [(target, why)]}}, once the theme has caught up with the last resize (WATCH_THE_THEME).
+    scheme, width): {rule: [(target, why)]}} (with MATH_CONTRAST's findings as "mathjax-contrast"), once the theme
+    has caught up with the last resize (WATCH_THE_THEME).
     The site follows the colour scheme the reader's system asks for; the browser's own setting is given back
     afterwards."""
     width = page.viewport_size["width"]
@@ -727,10 +906,18 @@ def audit_at_this_width(page, found: dict) -> None:
         for scheme, rules in AUDIT[width]:
             page.emulate_media(color_scheme=scheme)
             page.wait_for_function(THEME_IS, arg=scheme)
-            if rules != "other rules":
+            seen = found.setdefault((scheme, width), {})
+            if math := page.evaluate(MATH_CONTRAST):
+                seen["mathjax-contrast"] = math
+            if width == next(iter(AUDIT)):  # the first width: every text (one code span of each SAME_CONTRAST key)
                 page.evaluate(SAME_CONTRAST)
-            violations = page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules})
-            found.setdefault((scheme, width), {}).update(violations)
+                page.evaluate(CONTRAST_SELECTOR, EVERY_TEXT)
+            else:  # the texts whose key was not decided at the first width (CONTRAST_KEYS)
+                new = page.evaluate("() => contrastAudit.mark()")
+                if not new and rules == "color-contrast":
+                    continue
+                page.evaluate(CONTRAST_SELECTOR, NEW_TEXT)
+            seen.update(page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules}))
     finally:
         page.emulate_media(color_scheme="null")
 
@@ -788,19 +975,30 @@ def test_the_vendored_axe_core_is_the_one_its_readme_names():
 def test_axe_finds_what_it_is_meant_to(reader, site):
     """The audit cannot pass vacuously: text of too little contrast, an image without alt text and an unnamed
     input put on a page are each reported, in every pass that looks for them; so is a faint word in a code block
-    after words of the same class in the block's own colour (SAME_CONTRAST checks one element of each style)."""
+    after words of the same class in the block's own colour (SAME_CONTRAST checks one element of each style), text
+    that only a phone's window makes faint, in either scheme (CONTRAST_KEYS), and math drawn faint in dark mode
+    (MATH_CONTRAST)."""
 
     def spoil(page):
         page.evaluate("""() => document.querySelector('article').insertAdjacentHTML('afterbegin',
           '<p style="color:#999;background:#fff">faint text</p><img src="_static/favicon.svg"><input type="range">'
           + '<div class="highlight"><pre><span class="n">alpha</span> <span class="n">beta</span> '
-          + '<span class="n" id="faint-code" style="color:#bbb">gamma</span></pre></div>')""")
+          + '<span class="n" id="faint-code" style="color:#bbb">gamma</span></pre></div>'
+          + '<style>@media (max-width: 500px) { #phone-faint { color: #aaa } '
+          + 'html[data-theme=dark] #phone-faint-dark { color: #444 } }'
+          + 'html[data-theme=dark] mjx-container { color: #555 }</style>'
+          + '<p id="phone-faint">faint on a phone</p><p id="phone-faint-dark">faint on a phone, dark</p>')""")
 
     found = audit(reader, site, "book/notation.html", before=spoil)
     assert {"color-contrast", "image-alt", "label"} <= set(found["light", 1280]), found
-    assert "#faint-code" in [target for target, _ in found["light", 1280]["color-contrast"]], found
+    contrast = {key: [target for target, _ in found[key].get("color-contrast", [])] for key in found}
+    assert "#faint-code" in contrast["light", 1280], found
     assert "color-contrast" in found["dark", 1280], found
     assert {"image-alt", "label"} <= set(found["light", NARROW]), found
+    assert "#phone-faint" in contrast["light", NARROW] and "#phone-faint" not in contrast["light", 1280], found
+    assert "#phone-faint-dark" in contrast["dark", NARROW] and "#phone-faint-dark" not in contrast["dark", 1280], found
+    assert "mathjax-contrast" in found["dark", 1280] and "mathjax-contrast" in found["dark", NARROW], found
+    assert "mathjax-contrast" not in found["light", 1280], found
 
 
 # Alt text: what an image shows, never its file's name.
