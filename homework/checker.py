@@ -100,6 +100,14 @@ def used_names(key: dict) -> list[str]:
     return sorted(read & set(key["student_names"]))
 
 
+class GraderError(Exception):
+    """The trusted side could not check a case (an import failed): the row says so instead of scoring it."""
+
+
+def _unimportable(error: ImportError) -> str:
+    return f"the grader could not import what a test needs ({type(error).__name__}: {error})"
+
+
 def imported_modules(key: dict) -> list[str]:
     """The modules the key's test cases import (``import X``, ``from X import Y``)."""
     modules = set()
@@ -135,7 +143,10 @@ def reference(key: dict) -> dict:
                     exec(compile(source, "<master>", "exec"), namespace)
             _references[setup] = namespace
         for module in imported_modules(key):
-            importlib.import_module(module)
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                raise GraderError(_unimportable(error)) from None
         return _references[setup]
 
 
@@ -191,10 +202,6 @@ def _shown(value: object) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 3] + "..."
 
 
-class GraderError(Exception):
-    """The trusted side could not check a case (an import failed): the row says so instead of scoring it."""
-
-
 def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, str, str]:
     """``(passed, feedback, reason)`` of one test case run on the student's values: ``feedback`` is the test's
     message and the student's values (shown for public cases only), ``reason`` the kind of failure, which names
@@ -210,7 +217,7 @@ def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, st
     except JailError:
         raise
     except ImportError as error:
-        raise GraderError(f"the grader could not import what a test needs ({type(error).__name__}: {error})") from None
+        raise GraderError(_unimportable(error)) from None
     except AssertionError as error:
         message, reason = str(error) or "a check failed", "a check failed"
     except StudentError as error:
@@ -225,10 +232,10 @@ def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], li
     """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``; an error (the
     jail's limits, the grader's own failure) scores nothing and says why."""
     names = used_names(key)
-    base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
     scores = {question["name"]: 0.0 for question in key["questions"]}
     feedback: list[dict] = []
     try:
+        base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
         reply = jail.ask({"cells": cells, "names": names})
         seen: list = []
         values = student_values(reply.get("values") if isinstance(reply.get("values"), dict) else {}, names, jail, seen)

@@ -36,6 +36,8 @@ from homework_support import (
     HOMEWORK,
     MARKERS,
     WRONG,
+    InProcess,
+    checker,
     full_marks,
     grade,
     notebook,
@@ -457,6 +459,19 @@ def test_a_slow_import_in_two_grading_threads_costs_no_point(dist):
     assert hw1 == {"scores": {q: float(p) for q, p in questions("hw1-advantages").items()}, "error": "", "failed": []}
     assert hw3["error"] == "" and hw3["scores"] == {q: float(p) for q, p in OLD_POLICY["scores"].items()}
     assert hw3["failed"] and all(entry["reason"] == "a check failed" for entry in hw3["failed"])
+
+
+@pytest.mark.parametrize(
+    "test", ["import grpo_core.no_such_module\nassert x == 1", "__import__('grpo_core.no_such_module')\nassert x == 1"]
+)
+def test_a_test_the_grader_cannot_import_is_a_row_error_not_a_lost_point(test):
+    """Imported before the cases run (``import``) or by a case itself (``__import__``): no score, and the reason."""
+    key = {"setup": [], "student_names": ["x"], "questions": [{"name": "q1", "points": 1, "cases": []}]}
+    key["questions"][0]["cases"] = [{"code": "assert x == 1", "hidden": False}, {"code": test, "hidden": True}]
+    scores, feedback, error = checker.grade(key, ["x = 1"], InProcess())
+    assert (scores, feedback) == ({}, [])
+    missing = "ModuleNotFoundError: No module named 'grpo_core.no_such_module'"
+    assert error == f"the grader could not import what a test needs ({missing})"
 
 
 # ---------------------------------------------------------------- bombs
