@@ -40,6 +40,7 @@ from homework_support import (
     checker,
     full_marks,
     grade,
+    jail,
     notebook,
     outside_state,
     questions,
@@ -472,6 +473,17 @@ def test_a_test_the_grader_cannot_import_is_a_row_error_not_a_lost_point(test):
     assert (scores, feedback) == ({}, [])
     missing = "ModuleNotFoundError: No module named 'grpo_core.no_such_module'"
     assert error == f"the grader could not import what a test needs ({missing})"
+
+
+def test_a_jail_that_died_before_reading_a_request_closes_quietly():
+    """The request stays in the pipe's buffer: closing the jail flushed it and raised BrokenPipeError, which
+    grade.py turned into the row's 'grader error' instead of the jail's own reason."""
+    dead = jail.Jail(sys.executable, jail.python_paths(sys.executable), 0, 60)
+    dead.kill("killed by the test")
+    dead.process.wait()
+    with pytest.raises(jail.JailError, match="killed by the test"):
+        dead.ask({"cells": [], "names": []})
+    dead.close()
 
 
 # ---------------------------------------------------------------- bombs
