@@ -17,8 +17,10 @@ data. Nothing the student's code built ever runs in this process, and the studen
 the tests' inputs only, never a test, an expected value or the key.
 
 Public test cases run before hidden ones. The feedback of a public case that fails is the
-test's own assertion message and the student's values it used; of a hidden case, only whether
-it passed.
+test's own assertion message and the student's values it used; of a hidden case, only the kind
+of failure (a check failed, the student's code raised, the answer could not be checked). A case
+the trusted side cannot run (its import fails) is no failure of the student's: the row gets an
+error saying so, never a silently lost point.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import importlib
 import io
 import json
 import re
@@ -97,15 +100,40 @@ def used_names(key: dict) -> list[str]:
     return sorted(read & set(key["student_names"]))
 
 
+class GraderError(Exception):
+    """The trusted side could not check a case (an import failed): the row says so instead of scoring it."""
+
+
+def _unimportable(error: ImportError) -> str:
+    return f"the grader could not import what a test needs ({type(error).__name__}: {error})"
+
+
+def imported_modules(key: dict) -> list[str]:
+    """The modules the key's test cases import (``import X``, ``from X import Y``)."""
+    modules = set()
+    for question in key["questions"]:
+        for case in question["cases"]:
+            for node in ast.walk(ast.parse(case["code"])):
+                if isinstance(node, ast.Import):
+                    modules |= {alias.name for alias in node.names}
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules.add(node.module)
+    return sorted(modules)
+
+
 _references: dict[tuple[str, ...], dict] = {}  # by the setup cells' sources, which make the namespace
 _reference_lock = threading.Lock()
 
 
 def reference(key: dict) -> dict:
-    """The namespace of the master's setup cells, run once per set of setup cells in this (the trusted) process.
+    """The namespace of the master's setup cells, run once per set of setup cells in this (the trusted) process;
+    and every module the key's test cases import, imported here first.
 
     Cached by the cells' sources, not by ``id(key)``: a key that is freed leaves its id to the next object, and
-    the next key would have been checked against another master's namespace."""
+    the next key would have been checked against another master's namespace. The imports happen under the lock,
+    before any case runs: two grading threads that import a package for the first time at once can each get an
+    ``ImportError`` or a half-initialised module (``import grpo_core.bandit`` in one thread while another runs
+    ``grpo_core/__init__.py``, which imports ``grpo_core.bandit``): a hidden case then failed with no reason shown."""
     setup = tuple(key["setup"])
     with _reference_lock:
         if setup not in _references:
@@ -114,6 +142,11 @@ def reference(key: dict) -> dict:
                 for source in setup:
                     exec(compile(source, "<master>", "exec"), namespace)
             _references[setup] = namespace
+        for module in imported_modules(key):
+            try:
+                importlib.import_module(module)
+            except ImportError as error:
+                raise GraderError(_unimportable(error)) from None
         return _references[setup]
 
 
@@ -169,44 +202,52 @@ def _shown(value: object) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 3] + "..."
 
 
-def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, str]:
-    """``(passed, feedback)`` of one test case run on the student's values."""
+def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, str, str]:
+    """``(passed, feedback, reason)`` of one test case run on the student's values: ``feedback`` is the test's
+    message and the student's values (shown for public cases only), ``reason`` the kind of failure, which names
+    nothing of the test (shown for hidden ones too). A case whose own import fails raises :class:`GraderError`:
+    no student value can make a module of the trusted side fail to import."""
     namespace = {**base, **values}
     read = {n.id for n in ast.walk(ast.parse(case["code"])) if isinstance(n, ast.Name)}
     seen.clear()
     seen.extend((name, values[name]) for name in sorted(read & set(values)) if not callable(values[name]))
     try:
         exec(compile(case["code"], "<test>", "exec"), namespace)
-        return True, ""
+        return True, "", ""
     except JailError:
         raise
+    except ImportError as error:
+        raise GraderError(_unimportable(error)) from None
     except AssertionError as error:
-        message = str(error) or "a check failed"
+        message, reason = str(error) or "a check failed", "a check failed"
     except StudentError as error:
-        message = f"your code raised {error}"
+        message, reason = f"your code raised {error}", "your code raised an error"
     except Exception as error:
-        message = f"checking your answer raised {type(error).__name__}"
+        message = reason = f"checking your answer raised {type(error).__name__}"
     values_text = "; ".join(f"{name} = {_shown(value)}" for name, value in seen)
-    return False, message + (f" (your values: {values_text})" if values_text else "")
+    return False, message + (f" (your values: {values_text})" if values_text else ""), reason
 
 
 def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], list[dict], str]:
-    """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``."""
+    """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``; an error (the
+    jail's limits, the grader's own failure) scores nothing and says why."""
     names = used_names(key)
-    base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
     scores = {question["name"]: 0.0 for question in key["questions"]}
     feedback: list[dict] = []
     try:
+        base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
         reply = jail.ask({"cells": cells, "names": names})
         seen: list = []
         values = student_values(reply.get("values") if isinstance(reply.get("values"), dict) else {}, names, jail, seen)
         cases = [(q, number, case) for q in key["questions"] for number, case in enumerate(q["cases"])]
         for question, number, case in sorted(cases, key=lambda item: item[2]["hidden"]):
-            passed, message = run_case(case, base, values, seen)
+            passed, message, reason = run_case(case, base, values, seen)
             scores[question["name"]] += question["points"] * passed
             entry = {"question": question["name"], "case": number + 1, "hidden": case["hidden"], "passed": passed}
-            feedback.append(entry | ({"message": message} if not case["hidden"] and not passed else {}))
-    except JailError as error:
+            if not passed:
+                entry |= {"reason": reason} if case["hidden"] else {"message": message}
+            feedback.append(entry)
+    except (JailError, GraderError) as error:
         return {}, [], str(error)
     feedback.sort(key=lambda entry: (entry["question"], entry["case"]))
     return scores, feedback, ""

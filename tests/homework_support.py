@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import tomllib
 from pathlib import Path
 
@@ -157,17 +158,21 @@ def jail_processes() -> list[int]:
 
 
 class InProcess:
-    """The jailed runner's part, played in this process (for notebooks we wrote: the reference solutions)."""
+    """The jailed runner's part, played in this process (for notebooks we wrote: the reference solutions); one
+    notebook's cells at a time, so that threads grading at once see each other's otter stand-in never."""
+
+    lock = threading.Lock()
 
     def ask(self, request: dict) -> dict:
         if "cells" in request:
-            otter = sys.modules.get("otter")
-            try:
-                self.namespace = runner.run_cells(request["cells"])
-            finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
-                sys.modules.pop("otter")
-                if otter is not None:
-                    sys.modules["otter"] = otter
+            with self.lock:
+                otter = sys.modules.get("otter")
+                try:
+                    self.namespace = runner.run_cells(request["cells"])
+                finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
+                    sys.modules.pop("otter")
+                    if otter is not None:
+                        sys.modules["otter"] = otter
             values = {name: runner.encode(self.namespace[name]) for name in request["names"] if name in self.namespace}
             return json.loads(json.dumps({"values": values}))
         return json.loads(json.dumps(runner.answer(request, self.namespace)))

@@ -36,8 +36,11 @@ from homework_support import (
     HOMEWORK,
     MARKERS,
     WRONG,
+    InProcess,
+    checker,
     full_marks,
     grade,
+    jail,
     notebook,
     outside_state,
     questions,
@@ -397,6 +400,90 @@ def test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop(dist, gra
         after["endless.ipynb"]["error"] == "ran longer than its time limit" and after["endless.ipynb"]["total"] == "0"
     )
     assert scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+
+
+# ---------------------------------------------------------------- a slow machine
+
+OLD_POLICY = next(fixture for fixture in WRONG if fixture["file"] == "hw3-old-policy-not-frozen.ipynb")
+# Two submissions checked at once by grade.py's threads, in a fresh process that has not imported grpo_core, on a
+# machine where importing grpo_core.bandit.grpo takes a second (a loaded machine, stretched): the students' cells
+# run by the grader's runner in that process (InProcess), the hidden tests import grpo_core in both threads.
+SLOW_IMPORTS = """\
+import importlib.abc, importlib.util, json, sys, threading, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from homework_support import InProcess, WRONG, checker, grade, reference, wrong_submission
+
+class SlowImport(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "grpo_core.advantages":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        sys.meta_path.insert(0, self)
+        run = spec.loader.exec_module
+        spec.loader.exec_module = lambda module: (time.sleep(2.0), run(module))
+        return spec
+
+sys.meta_path.insert(0, SlowImport())
+dist = Path(sys.argv[1])
+keys = grade.load_keys(dist)
+fixture = next(fixture for fixture in WRONG if fixture["file"] == "hw3-old-policy-not-frozen.ipynb")
+notebooks = {"hw1-advantages": reference(dist, "hw1-advantages"), "hw3-bandit-step": wrong_submission(dist, fixture)}
+start, results = threading.Barrier(len(notebooks)), {}
+
+def check(name):
+    cells = grade.code_sources(grade.parse_notebook(grade.nbformat.writes(notebooks[name]).encode()))
+    start.wait()
+    time.sleep(0.5 if name == "hw3-bandit-step" else 0.0)  # hw3 a moment later: hw1 imports grpo_core first
+    scores, feedback, error = checker.grade(keys[name], cells, InProcess())
+    results[name] = {"scores": scores, "error": error, "failed": [e for e in feedback if not e["passed"]]}
+
+threads = [threading.Thread(target=check, args=(name,)) for name in notebooks]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(results))
+"""
+
+
+def test_a_slow_import_in_two_grading_threads_costs_no_point(dist):
+    """The row seen once under load: hw3-old-policy-not-frozen scored 9 of 10, a hidden q2 case failing with no
+    error in its row. Each thread's first hidden test imported grpo_core at once with the other's: one got an
+    ImportError (or a half-initialised module) and lost the case silently. Now the checker imports every module
+    the tests need before any case runs, under its lock: each row is exact, and a failed case says why."""
+    command = [sys.executable, "-c", SLOW_IMPORTS, str(dist), str(HOMEWORK.parent / "tests")]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    results = json.loads(done.stdout.splitlines()[-1])  # the last line: the notebooks print above it
+    hw1, hw3 = results["hw1-advantages"], results["hw3-bandit-step"]
+    assert hw1 == {"scores": {q: float(p) for q, p in questions("hw1-advantages").items()}, "error": "", "failed": []}
+    assert hw3["error"] == "" and hw3["scores"] == {q: float(p) for q, p in OLD_POLICY["scores"].items()}
+    assert hw3["failed"] and all(entry["reason"] == "a check failed" for entry in hw3["failed"])
+
+
+@pytest.mark.parametrize(
+    "test", ["import grpo_core.no_such_module\nassert x == 1", "__import__('grpo_core.no_such_module')\nassert x == 1"]
+)
+def test_a_test_the_grader_cannot_import_is_a_row_error_not_a_lost_point(test):
+    """Imported before the cases run (``import``) or by a case itself (``__import__``): no score, and the reason."""
+    key = {"setup": [], "student_names": ["x"], "questions": [{"name": "q1", "points": 1, "cases": []}]}
+    key["questions"][0]["cases"] = [{"code": "assert x == 1", "hidden": False}, {"code": test, "hidden": True}]
+    scores, feedback, error = checker.grade(key, ["x = 1"], InProcess())
+    assert (scores, feedback) == ({}, [])
+    missing = "ModuleNotFoundError: No module named 'grpo_core.no_such_module'"
+    assert error == f"the grader could not import what a test needs ({missing})"
+
+
+def test_a_jail_that_died_before_reading_a_request_closes_quietly():
+    """The request stays in the pipe's buffer: closing the jail flushed it and raised BrokenPipeError, which
+    grade.py turned into the row's 'grader error' instead of the jail's own reason."""
+    dead = jail.Jail(sys.executable, jail.python_paths(sys.executable), 0, 60)
+    dead.kill("killed by the test")
+    dead.process.wait()
+    with pytest.raises(jail.JailError, match="killed by the test"):
+        dead.ask({"cells": [], "names": []})
+    dead.close()
 
 
 # ---------------------------------------------------------------- bombs

@@ -283,11 +283,11 @@ def test_a_masters_namespace_follows_its_setup_cells_not_the_keys_address():
     """The checker runs a master's setup once per process. Cached by ``id(key)``, a freed key's address went to the
     next key, which was then checked against the other master's namespace (a reference solution failed hw3's
     tests at random, depending on which test ran before it)."""
-    first = {"setup": ["x = 1"]}
+    first = {"setup": ["x = 1"], "questions": []}
     address = id(first)
     assert checker.reference(first)["x"] == 1
     del first
-    keys = [{"setup": [f"x = {n}"]} for n in range(2, 200)]
+    keys = [{"setup": [f"x = {n}"], "questions": []} for n in range(2, 200)]
     assert any(id(key) == address for key in keys), "no key took the freed address: the test shows nothing"
     assert [checker.reference(key)["x"] for key in keys] == list(range(2, 200))
 
