@@ -1,8 +1,9 @@
 """Grading in jails: the honest set scores exactly, and no hostile submission gains a point or touches anything.
 
 One call of ``homework/grade.py`` grades a folder that mixes assignments: reference solutions (hw1's as a notebook
-with a written answer, hw2's as the zip its export cell makes, hw3's under a kernel of another name), hw1's
-untouched student notebook, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
+with a written answer, hw2's as the zip its export cell makes, hw3's under a kernel of another name), forty honest
+hw1 submissions written as students write right answers (tests/honest_submissions.py), hw1's untouched student
+notebook, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
 exactly the points listed there), malformed files, odd and colliding names, a symlink, and one hostile
 submission per attack class of issue #24. Each hostile test says the score it must get; every one of them also
 requires that nothing outside the grader's output folder changed (no marker file written anywhere, the
@@ -30,6 +31,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import honest_submissions
 import nbformat
 import pytest
 from homework_support import (
@@ -209,6 +211,8 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     with zipfile.ZipFile(hostile / "shadows-grpo-core.zip", "w") as archive:
         archive.writestr("hw1-ddof1.ipynb", nbformat.writes(wrong_submission(dist, DDOF1)))
         archive.writestr("grpo_core/__init__.py", "")
+    for name, honest in honest_submissions.submissions(reference(dist, "hw1-advantages")):
+        write(honest, folder / "honest" / name)
     write(solved, folder / "renamed" / "hw1-advantages (1).ipynb")
     custom_kernel = reference(dist, "hw3-bandit-step")
     custom_kernel.metadata.kernelspec = {"name": "my-course-env", "display_name": "Course env", "language": "python"}
@@ -254,6 +258,21 @@ def test_nothing_outside_the_output_folder_changed(graded):
 @pytest.mark.parametrize("file", ["solutions/hw1-advantages.ipynb", "solutions/hw2-clip-kl.zip"])
 def test_reference_solutions_score_full_marks(grades, file):
     full_marks(grades[file], Path(file).stem)
+
+
+def test_forty_honest_submissions_score_full_marks(dist, grades):
+    """Forty right answers written as students write them (tests/honest_submissions.py: other NumPy calls, the
+    formula spelt out, loops, lists and floats for arrays), each shown right by the oracle there, on inputs of its
+    own: each earns full marks, no row an error."""
+    assert honest_submissions.disagreements(reference(dist, "hw1-advantages")) == [], "a rewrite is not right"
+    honest = {file: row for file, row in grades.items() if file.startswith("honest/")}
+    assert len(honest) == honest_submissions.FORTY
+    wrong = {
+        file: (row["total"], row["error"])
+        for file, row in honest.items()
+        if row["error"] or float(row["total"]) != sum(questions("hw1-advantages").values())
+    }
+    assert wrong == {}, "honest submissions that did not earn full marks: (total, error)"
 
 
 def test_untouched_student_notebook_scores_zero(grades):
