@@ -80,10 +80,25 @@ def yaml_config(source: str) -> dict:
     return yaml.safe_load(source.split("\n", 1)[1])
 
 
+_parse_lock = threading.Lock()
+_parsed: dict[str, ast.Module] = {}
+
+
+def parsed(source: str) -> ast.Module:
+    """``ast.parse(source)``, one call at a time in this process, each source once. CPython 3.11's ``ast.parse`` is
+    not safe in threads: building the tree's Python objects counts its depth in the interpreter's state, and two
+    grading threads parsing at once (``--jobs 2``) raised ``SystemError: AST constructor recursion depth mismatch``
+    out of ``checker.grade`` (CPython issue gh-106905). The trees are only read."""
+    with _parse_lock:
+        if source not in _parsed:
+            _parsed[source] = ast.parse(source)
+        return _parsed[source]
+
+
 def defined_names(source: str) -> set[str]:
     """Names bound at the top level of a cell (functions, classes, assignments)."""
     names = set()
-    for node in ast.parse(source).body:
+    for node in parsed(source).body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             names.add(node.name)
         for target in getattr(node, "targets", [getattr(node, "target", None)]):
@@ -96,7 +111,7 @@ def used_names(key: dict) -> list[str]:
     read = set()
     for question in key["questions"]:
         for case in question["cases"]:
-            read |= {node.id for node in ast.walk(ast.parse(case["code"])) if isinstance(node, ast.Name)}
+            read |= {node.id for node in ast.walk(parsed(case["code"])) if isinstance(node, ast.Name)}
     return sorted(read & set(key["student_names"]))
 
 
@@ -113,7 +128,7 @@ def imported_modules(key: dict) -> list[str]:
     modules = set()
     for question in key["questions"]:
         for case in question["cases"]:
-            for node in ast.walk(ast.parse(case["code"])):
+            for node in ast.walk(parsed(case["code"])):
                 if isinstance(node, ast.Import):
                     modules |= {alias.name for alias in node.names}
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
@@ -208,7 +223,7 @@ def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, st
     nothing of the test (shown for hidden ones too). A case whose own import fails raises :class:`GraderError`:
     no student value can make a module of the trusted side fail to import."""
     namespace = {**base, **values}
-    read = {n.id for n in ast.walk(ast.parse(case["code"])) if isinstance(n, ast.Name)}
+    read = {n.id for n in ast.walk(parsed(case["code"])) if isinstance(n, ast.Name)}
     seen.clear()
     seen.extend((name, values[name]) for name in sorted(read & set(values)) if not callable(values[name]))
     try:

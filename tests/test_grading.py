@@ -39,6 +39,7 @@ from homework_support import (
     MARKERS,
     WRONG,
     InProcess,
+    build,
     checker,
     full_marks,
     grade,
@@ -465,6 +466,39 @@ for thread in threads:
     thread.join()
 print(json.dumps(results))
 """
+
+
+def test_the_trusted_process_parses_in_one_thread_at_a_time(monkeypatch):
+    """CPython 3.11's ``ast.parse`` is not safe in threads (gh-106905): two grading threads parsing the key's cases
+    at once (``--jobs 2``) once raised ``SystemError: AST constructor recursion depth mismatch`` out of
+    ``checker.grade`` (seen in bench/bench_grading.py). With ``ast.parse`` slowed so that two calls would overlap,
+    two threads reading what a key's cases use never parse at once, and each case is parsed once."""
+    import ast
+    import threading
+    import time
+
+    key = checker.make_key(build.master_notebook("hw1-advantages"))
+    real, inside, overlaps, calls = ast.parse, [0], [], []
+
+    def slow_parse(source, *args, **kwargs):
+        inside[0] += 1
+        overlaps.append(inside[0] > 1)
+        calls.append(source)
+        time.sleep(0.002)
+        try:
+            return real(source, *args, **kwargs)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(ast, "parse", slow_parse)
+    monkeypatch.setattr(checker, "_parsed", {}, raising=False)
+    readers = [threading.Thread(target=f, args=(key,)) for f in (checker.used_names, checker.imported_modules)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    cases = {case["code"] for question in key["questions"] for case in question["cases"]}
+    assert len(calls) == len(cases) > 10 and not any(overlaps), (len(calls), len(cases), sum(overlaps))
 
 
 def test_a_slow_import_in_two_grading_threads_costs_no_point(dist):
