@@ -158,7 +158,7 @@ def pytest_configure(config):
 
         config.stash[COVERAGE] = coverage.Coverage(data_suffix=True)
         config.stash[COVERAGE].start()
-        config.pluginmanager.register(UnmeasuredTiers(config.stash[COVERAGE]), "companion-unmeasured-tiers")
+        config.pluginmanager.register(UnmeasuredTiers(config, config.stash[COVERAGE]), "companion-unmeasured-tiers")
 
 
 def pytest_unconfigure(config):
@@ -205,13 +205,13 @@ class UnmeasuredTiers:
     gains nothing from the tracer and paid for it: tests/test_homework.py took 51 % more CPU-s measured, 4 % now
     (bench/bench_coverage.py). A plugin, so that it reaches the notebooks' tests in ``notebooks/`` too."""
 
-    def __init__(self, coverage):
+    def __init__(self, config, coverage):
         self.coverage = coverage
+        self.tiers = [line.split(":")[0] for line in config.getini("markers")]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        tiers = [line.split(":")[0] for line in item.config.getini("markers")]
-        if not any(item.get_closest_marker(tier) for tier in tiers):
+        if not any(item.get_closest_marker(tier) for tier in self.tiers):
             return (yield)
         self.coverage.stop()
         try:

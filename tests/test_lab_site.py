@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 import pytest
 from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
-from site_browser import LAB_PAGE, OVERFLOW, SCREENSHOTS, TIMEOUT_MS, WINDOW_WIDTHS, PageLog
+from site_browser import LAB_PAGE, OVERFLOW, SCREENSHOTS, WINDOW_WIDTHS, PageLog, tab
 from test_lab_parity import PLAY, first_difference
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
@@ -29,11 +29,8 @@ from grpo_core.lab.spec import KNOBS
 @pytest.fixture(scope="module")
 def lab_tab(browser):
     """One tab for the lab's tests, as a reader keeps one: the page's scripts stay cached between its loads."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    yield page, context
-    context.close()
+    with tab(browser, 1400, 1000) as page:
+        yield page, page.context
 
 
 @pytest.fixture
@@ -220,9 +217,7 @@ LAYOUT = """() => {
 
 def test_the_lab_page_fits_every_width(browser, site):
     """Opened at 1920 px, then the window narrowed through every width down to a small phone."""
-    context = browser.new_context(viewport={"width": max(WINDOW_WIDTHS), "height": 900})
-    page = context.new_page()
-    try:
+    with tab(browser, max(WINDOW_WIDTHS), 900) as page:
         log = PageLog(page)
         page.goto(site + LAB_PAGE, wait_until="load")
         page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
@@ -246,8 +241,6 @@ def test_the_lab_page_fits_every_width(browser, site):
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 live(page).screenshot(path=str(SCREENSHOTS / f"lab-live-{width}.png"))
         log.assert_clean(site)
-    finally:
-        context.close()
 
 
 # The banner's HTML for the longest texts it can hold (no signal in a group of the largest G, with and without a KL

@@ -10,8 +10,9 @@
  * changed is patched in place (an attribute, a text, an element added or
  * removed), so a ledger row, a chart's frame or the group table's head stays
  * the node it was (tests/test_lab_site.py checks every redraw of a session).
- * Every slot has a fixed size (the no-signal banner, the chips, the progress
- * bar), so nothing moves when a view changes. The view computes no formula of
+ * Every slot keeps its size (the chips, the progress bar; the no-signal banner
+ * reserves the height of its longest text: lab.css), so nothing moves when a
+ * view changes. The view computes no formula of
  * the chapter; it formats. Which cards and curve panels it draws comes from
  * the lab's one definition, grpo_core.lab.spec (mount's second argument).
  *
