@@ -4,14 +4,15 @@ Everything here is local to the project: nothing is installed in the user's
 home, and the workspace (open tabs, layout) is kept in ``_build/``. See
 book/setup.md ("Working in JupyterLab") for what the reader sees.
 
-* The file browser opens on ``notebooks/`` and lists each notebook once: its
-  MyST source ``NAME.md``, which opens as a notebook (jupytext, the default
-  viewer set in ``overrides.json``). The paired ``NAME.ipynb`` (stored outputs
-  for nbval and the book, rewritten only by ``make notebooks``) is hidden.
-* Jupytext does not pair the files here (the server's root is ``notebooks/``,
-  where no jupytext configuration applies): saving writes the ``.md`` only,
-  in the form it is stored in, so opening, running and saving a notebook
-  leaves ``git status`` clean.
+* The server's root is the project: a notebook's links to the book's pages
+  (``../book/NAME.md``) open them, in JupyterLab's Markdown viewer. The file
+  browser opens on ``notebooks/`` and lists each notebook once: its MyST
+  source ``NAME.md``, which opens as a notebook (jupytext, the default viewer
+  set in ``overrides.json``). The ``NAME.ipynb`` beside it (stored outputs for
+  nbval and the book, rewritten only by ``make notebooks``) is hidden.
+* Jupytext reads the project's ``jupytext.toml``: no pairing, so saving writes
+  the ``.md`` only, in the form it is stored in, and opening, running and
+  saving a notebook leaves ``git status`` clean.
 * ``overrides.json`` (this folder is JupyterLab's application settings
   folder) turns the news pop-up off and makes ``.md`` open as a notebook;
   the reader's own settings still take precedence.
@@ -32,12 +33,8 @@ c = get_config()  # noqa: F821 (traitlets provides get_config to config files)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
-c.ServerApp.root_dir = str(ROOT / "notebooks")
+c.ServerApp.root_dir = str(ROOT)
+c.ContentsManager.preferred_dir = "notebooks"  # where the file browser opens
 c.LabApp.app_settings_dir = str(HERE)
 c.LabApp.workspaces_dir = str(ROOT / "_build" / "jupyterlab-workspaces")  # open tabs and layout, not in git
 c.ContentsManager.hide_globs = ["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "*.ipynb", "ruff.toml"]
-# The .md header as stored: jupytext's format and version numbers are left out
-# (they would change with every jupytext release).
-c.ContentsManager.notebook_metadata_filter = (
-    "-jupytext.text_representation.format_version,-jupytext.text_representation.jupytext_version"
-)

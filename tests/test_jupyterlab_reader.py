@@ -2,21 +2,24 @@
 
 JupyterLab runs with the project's own configuration
 (``jupyterlab/jupyter_lab_config.py`` and ``jupyterlab/overrides.json``) on a
-temporary git clone of the notebooks, so the checkout is never touched, and
-with empty user settings, so the reader's own JupyterLab settings cannot
-interfere. A reader opens a notebook, finds its answers folded and its math
-typeset, runs every cell, saves and closes it: afterwards ``git status`` must
-be clean. The file browser must list each notebook once. Every link of the
-rendered notebooks leads somewhere (the server's root is ``notebooks/``), and
+temporary git clone of the notebooks and the book's pages, so the checkout
+is never touched, and with empty user settings, so the reader's own JupyterLab
+settings cannot interfere. A reader opens a notebook, finds its answers folded
+and its math typeset, runs every cell, saves and closes it: afterwards
+``git status`` must be clean. The file browser must open on ``notebooks/`` and
+list each notebook once. Every link of the rendered notebooks leads somewhere
+(the server's root is the project), a link to a book page opens the page, and
 the browser's console shows no error of jupyterlab-myst's rendering.
 """
 
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import jupytext
@@ -50,9 +53,10 @@ def git(repo: Path, *args: str) -> str:
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> Path:
-    """A git repository holding the project's notebooks, .gitignore and jupytext.toml, all committed."""
+    """A git repository holding the project's notebooks, book pages, .gitignore and jupytext.toml, all committed."""
     repo = tmp_path_factory.mktemp("clone")
-    shutil.copytree(ROOT / "notebooks", repo / "notebooks", ignore=shutil.ignore_patterns(".*", "__pycache__"))
+    for folder in ("notebooks", "book"):
+        shutil.copytree(ROOT / folder, repo / folder, ignore=shutil.ignore_patterns(".*", "__pycache__"))
     for name in (".gitignore", "jupytext.toml"):
         shutil.copy(ROOT / name, repo / name)
     git(repo, "init", "--quiet")
@@ -64,27 +68,20 @@ def clone(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def reader_lab(clone, tmp_path_factory):
-    """JupyterLab started like ``make lab`` (its config file) on the clone's notebooks/; yields base URL and token.
+    """JupyterLab started like ``make lab`` (its config file) on the clone; yields base URL and token.
     Its workspaces (open tabs) are its own, not the checkout's ``_build/jupyterlab-workspaces``: a run never reopens
     the tabs of an earlier one, or of the developer's own ``make lab``."""
     home = tmp_path_factory.mktemp("jupyterlab-reader")
     options = (f"--config={LAB_CONFIG}", f"--LabApp.workspaces_dir={home / 'workspaces'}")
-    with jupyterlab_server(home, clone / "notebooks", options) as server:
+    with jupyterlab_server(home, clone, options) as server:
         yield server
-
-
-def lab_config():
-    """The configuration ``make lab`` gives JupyterLab (the project's config file, loaded as traitlets does)."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return PyFileConfigLoader(LAB_CONFIG.name, path=str(LAB_CONFIG.parent)).load_config()
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
 def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
     """Every notebook, not only the one the browser test runs: JupyterLab sets the kernelspec of the kernel it
-    starts (name, display name, language, in that order), and jupytext writes the .md with the lab's metadata
-    filter. The result must be the file as it is stored, byte for byte."""
+    starts (name, display name, language, in that order), and jupytext writes the .md with the metadata filter of
+    the project's jupytext.toml. The result must be the file as it is stored, byte for byte."""
     path = ROOT / "notebooks" / f"{stem}.md"
     spec = KernelSpecManager().get_kernel_spec("python3")
     notebook = jupytext.read(path)
@@ -92,7 +89,7 @@ def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
     fmt = {
         "extension": ".md",
         "format_name": "myst",
-        "notebook_metadata_filter": lab_config().ContentsManager.notebook_metadata_filter,
+        "notebook_metadata_filter": tomllib.loads((ROOT / "jupytext.toml").read_text())["notebook_metadata_filter"],
     }
     assert jupytext.writes(notebook, fmt=fmt) == path.read_text(encoding="utf8"), (
         f"saving {path.name} in JupyterLab would rewrite it: store it as jupytext writes it"
@@ -115,9 +112,14 @@ def test_the_project_settings_apply(reader_lab):
     assert viewers == {"markdown": "Jupytext Notebook"}
 
 
-def test_the_file_browser_lists_each_notebook_once(reader_lab):
+def test_the_file_browser_opens_on_the_notebooks_and_lists_each_once(reader_lab):
     base, token = reader_lab
-    listing = json.loads(api(f"{base}/api/contents/", token))
+    lab = api(f"{base}/lab", token).decode()
+    page_config = json.loads(
+        re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', lab, re.S)[1]
+    )
+    assert page_config["preferredPath"] == "notebooks", "the file browser opens on notebooks/"
+    listing = json.loads(api(f"{base}/api/contents/notebooks", token))
     names = sorted(item["name"] for item in listing["content"])
     assert names == [f"{stem}.md" for stem in NOTEBOOKS], "one entry per notebook: its .md (the .ipynb is hidden)"
 
@@ -152,13 +154,28 @@ LINKS = """async () => {
             status: local ? (await fetch(url, {credentials: 'same-origin'})).status : null};
   }));
 }"""
+# The book page a notebook's link opened (book/intro.md), as JupyterLab shows it once its text is rendered: a
+# MyST notebook of Markdown cells (jupytext.toml reads every .md as MyST), its headings and typeset math, any MyST
+# markup left as text, and any dialog still shown over it.
+BOOK_PAGE_SHOWN = f"""() => {{
+  const panel = document.querySelector('{SHOWN}');
+  if (!panel || !panel.querySelector('.jp-MarkdownCell.jp-mod-rendered h1')) return null;
+  const text = panel.innerText;
+  return {{
+    headings: [...panel.querySelectorAll('.jp-MarkdownCell h1')].map((h) => h.innerText.replace('¶', '').trim()),
+    math: panel.querySelectorAll('.katex').length,
+    raw: (text.match(/[:{{]\\w+[}}:]|;sd-|1\\.2em/g) || []),
+    dialog: document.querySelector('.jp-Dialog')?.innerText ?? null,
+  }};
+}}"""
 # jupyterlab-myst's errors: JupyterLab's cell toolbar reading a rendered Markdown cell that jupyterlab-myst draws
 # itself (TypeError in _markdownOverlapsToolbar), and a link to a heading that has no explicit label.
 MYST_ERRORS = ("_markdownOverlapsToolbar", "heading reference")
 
 
 # Markdown links, [text](target), and what becomes of them in JupyterLab: an anchor whose href is the target or, for a
-# relative one, whose resolved path ends with it. RENDERED gives the targets not rendered (yet).
+# relative one, whose resolved path ends with the target's path from the server's root. RENDERED gives the targets
+# not rendered (yet).
 MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 RENDERED = """(targets) => {
   const anchors = [...document.querySelectorAll('.jp-MarkdownCell a[href]')]
@@ -171,7 +188,14 @@ def wait_for_links(page, stem: str) -> None:
     """Wait until every link of the notebook's Markdown is rendered: jupyterlab-myst draws each cell, then resolves
     the links and references of the whole notebook, cell by cell, over a few seconds."""
     notebook = jupytext.read(ROOT / "notebooks" / f"{stem}.md")
-    targets = sorted({t for c in notebook.cells if c.cell_type == "markdown" for t in MARKDOWN_LINK.findall(c.source)})
+    targets = sorted(
+        {
+            t if t.startswith(("http://", "https://", "#")) else posixpath.normpath(posixpath.join("notebooks", t))
+            for c in notebook.cells
+            if c.cell_type == "markdown"
+            for t in MARKDOWN_LINK.findall(c.source)
+        }
+    )
     try:
         page.wait_for_function(
             f"(targets) => ({RENDERED})(targets).length === 0", arg=targets, timeout=SERVER_START_S * 1000
@@ -215,7 +239,7 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     errors: list[str] = []
     page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
-    name = f"{READ}.md"
+    name = f"notebooks/{READ}.md"
     try:
         open_notebook(page, base, token, name, reset=True)
         page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
@@ -237,9 +261,21 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
             page.keyboard.press("Control+s")
         assert saved.value.ok, f"saving failed: HTTP {saved.value.status}"
         close_notebook(page)
-        open_in_app(page, base, token, f"{LINKED}.md")  # its Markdown rendered, not run
+        open_in_app(page, base, token, f"notebooks/{LINKED}.md")  # its Markdown rendered, not run
         wait_for_links(page, LINKED)
         links += page.evaluate(LINKS)
+        page.locator(f"{SHOWN} .jp-MarkdownCell a", has_text="all sections").first.click()  # a book page
+        # JupyterLab asks which kernel a notebook that names none should run (a page has no code): No Kernel. Had
+        # the page failed to load, the dialog would say so instead.
+        asked = page.locator(".jp-Dialog").inner_text(timeout=SERVER_START_S * 1000)
+        if "Select Kernel" not in asked:
+            raise AssertionError(f"opening a book page from a notebook's link: {asked}")
+        page.locator(".jp-Dialog button", has_text="No Kernel").click()
+        page.wait_for_selector(".jp-Dialog", state="detached")
+        page.wait_for_function(BOOK_PAGE_SHOWN, timeout=SERVER_START_S * 1000)
+        book_page = page.evaluate(BOOK_PAGE_SHOWN)
+        page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-book-page.png")
+        close_notebook(page)
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-failure.png")
@@ -254,8 +290,11 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
     assert rendered["katex"] > 20 and rendered["dollars"] == 0, f"math is not typeset: {rendered}"
     assert outputs > 10, "Run All produced the notebook's outputs"
     assert len(links) >= 5, f"the notebooks' links were not rendered: {links}"
+    assert book_page["dialog"] is None, f"a book page asked: {book_page['dialog']}"
+    assert book_page["headings"][0] == "GRPO Companion" and book_page["math"] > 0, f"not the page: {book_page}"
+    assert not book_page["raw"], f"the book page shows MyST markup as text: {book_page['raw']}"
     broken = [link for link in links if link["status"] not in (None, 200)]
-    assert not broken, f"links that lead nowhere in JupyterLab (its root is notebooks/): {broken}"
+    assert not broken, f"links that lead nowhere in JupyterLab: {broken}"
     myst_errors = [error for error in errors if any(sign in error for sign in MYST_ERRORS)]
     assert not myst_errors, f"jupyterlab-myst's errors in the browser console: {myst_errors}"
     status = git(clone, "status", "--porcelain")
@@ -281,7 +320,7 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
     is opened with File → Open from Path…, in the app already loaded, on the first one's kernel (a session made for
     it beforehand: one kernel started, not twelve)."""
     base, token = reader_lab
-    folder = clone / "notebooks" / "run-all"
+    folder = clone / "run-all"  # beside notebooks/: their links to ../book/ lead to the clone's book
     folder.mkdir()
     for stem in NOTEBOOKS:
         notebook = jupytext.read(ROOT / "notebooks" / f"{stem}.md")

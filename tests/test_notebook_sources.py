@@ -19,8 +19,7 @@ from grpo_core.plotting import MAX_WIDTH
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
-# A link to a page of the book, as a notebook writes it (book/_ext/companion_book/links.py)
-BOOK_PAGE = f"{REPOSITORY['url']}/blob/{REPOSITORY['branch']}/book/"
+BOOK_PAGE = "../book/"  # a link to a page of the book, as a notebook writes it (book/_ext/companion_book/links.py)
 LINK_TARGET = re.compile(r"\]\(([^)\s]+)\)")
 SECTIONS = {
     "02-critic-cost": "§2",
@@ -65,18 +64,16 @@ def test_names_and_links_its_chapter_section(name):
 
 @pytest.mark.parametrize("name", sorted(path.stem for path in NOTEBOOKS.glob("*.md")))
 def test_links_work_where_the_notebook_is_read(name):
-    """JupyterLab (``make lab``) serves notebooks/ only: a relative link must stay inside it (``../book/X.md`` is a
-    404 there). A link to a book page is its repository address, which the book makes a link to the page."""
+    """A relative link leads to a file of the project, which the book makes a link to its page and JupyterLab
+    (``make lab``, whose root is the project) opens; none leads out of the project. A link into the repository by its
+    address would open the repository's copy (or nothing, offline) instead of the reader's."""
     for target in LINK_TARGET.findall(prose(source(name))):
         if target.startswith(("http://", "https://", "#", "mailto:")):
-            assert not target.startswith(REPOSITORY["url"]) or target.startswith(BOOK_PAGE), (
-                f"{name}: {target} is in the repository but not a book page at {BOOK_PAGE}"
-            )
-            if target.startswith(BOOK_PAGE):
-                assert (ROOT / "book" / target.removeprefix(BOOK_PAGE)).is_file(), f"{name}: no page {target}"
+            assert not target.startswith(REPOSITORY["url"]), f"{name}: {target} is the repository's copy of a file"
             continue
-        path = posixpath.normpath(target.split("#", 1)[0])
-        assert not path.startswith(".."), f"{name}: {target} leaves notebooks/, JupyterLab's root (404 in make lab)"
+        path = posixpath.normpath(posixpath.join("notebooks", target.split("#", 1)[0]))
+        assert not path.startswith(".."), f"{name}: {target} leaves the project, JupyterLab's root"
+        assert (ROOT / path).is_file(), f"{name}: {target} is no file of the project"
 
 
 @pytest.mark.parametrize("name", SECTIONS)

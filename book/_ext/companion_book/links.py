@@ -6,12 +6,10 @@ as a broken link: a course can publish a subset of the notebooks, and the
 book builds while notebooks are being added. Any other unresolved link still
 fails the build.
 
-A notebook links to a page of the book by the page's address in the
-repository, ``{repository.url}/blob/{repository.branch}/book/NAME.md``:
-JupyterLab's server (``make lab``) serves ``notebooks/`` only, where a
-relative ``../book/NAME.md`` is a 404, and Colab or Binder show a lone
-notebook. In the book such a link becomes a link to the page itself,
-resolved (and checked, ``-n``) like any other.
+A notebook links to a page of the book by its relative path,
+``../book/NAME.md``: the book resolves it to the page (and checks it,
+``-n``), and JupyterLab (``make lab``, whose root is the project) opens the
+page's source.
 """
 
 from __future__ import annotations
@@ -61,23 +59,6 @@ class NotebooksLeftOut(SphinxPostTransform):
         return target if target in notebooks(self.app.srcdir) else None
 
 
-def repository_pages(app, doctree) -> None:
-    """Make each link to ``{repository.url}/blob/{repository.branch}/PATH.md`` a link to the book's page PATH."""
-    options = app.config.html_theme_options
-    prefix = f"{options.get('repository_url', '').rstrip('/')}/blob/{options.get('repository_branch', 'main')}/"
-    docname = app.env.docname
-    for node in list(doctree.findall(nodes.reference)):
-        uri = node.get("refuri", "")
-        if not uri.startswith(prefix) or not uri.endswith(".md"):
-            continue
-        target = "/" + uri.removeprefix(prefix).removesuffix(".md")
-        xref = pending_xref(
-            "", refdomain="std", reftype="doc", reftarget=target, refexplicit=True, refwarn=True, refdoc=docname
-        )
-        xref += nodes.inline(node.astext(), node.astext())
-        node.replace_self(xref)
-
-
 def report_left_out(app, exception) -> None:
     """One line per build naming the notebooks whose links rendered as text."""
     if app.companion_left_out:
@@ -88,5 +69,4 @@ def report_left_out(app, exception) -> None:
 def setup(app) -> None:
     app.companion_left_out = set()
     app.add_post_transform(NotebooksLeftOut)
-    app.connect("doctree-read", repository_pages)
     app.connect("build-finished", report_left_out)
