@@ -68,8 +68,9 @@ NB ?= notebooks/*.md
 notebooks: $(STAMP)
 	for md in $(NB); do $(BIN)/jupytext --to ipynb --execute $$md || exit 1; done
 
-# JupyterLab on notebooks/ with the project's settings (jupyterlab/): each notebook is listed once, as its MyST
-# .md, which opens as a notebook; saving writes the .md only; no news pop-up (book/setup.md).
+# JupyterLab on the project with its settings (jupyterlab/): the file browser opens on notebooks/ and lists each
+# notebook once, as its MyST .md, which opens as a notebook; saving writes the .md only; no news pop-up
+# (book/setup.md).
 lab: $(STAMP)
 	$(BIN)/jupyter lab --config=jupyterlab/jupyter_lab_config.py
 
