@@ -465,24 +465,32 @@ REDRAWS = """(selector) => {
   window.__redraws = () => {
     const records = [...pending.splice(0), ...observer.takeRecords()];
     const removed = new Map();  // parent -> outerHTML -> how many elements so written were removed from under it
+    const kinds = new Map();  // parent -> the tag names of the elements removed from right under it
     for (const record of records) {
-      if (!removed.has(record.target)) removed.set(record.target, new Map());
+      if (!removed.has(record.target)) {
+        removed.set(record.target, new Map());
+        kinds.set(record.target, new Set());
+      }
       const under = removed.get(record.target);
       for (const node of record.removedNodes)
-        if (node.nodeType === 1)
+        if (node.nodeType === 1) {
+          kinds.get(record.target).add(node.localName);
           for (const e of [node, ...node.querySelectorAll('*')])
             under.set(e.outerHTML, (under.get(e.outerHTML) || 0) + 1);
+        }
     }
     const waste = [];
-    // the largest subtrees of an added node that were removed, as they are, from under the same parent
-    const again = (node, under, where) => {
+    // the largest subtrees of an added node that were removed, as they are, from under the same parent; but not
+    // inside an element that took the place of one of another kind (the warning's <div> and the signal's <p>):
+    // what they share could only have been kept by moving it, a layout shift
+    const again = (node, under, where, kind = null) => {
       if (node.nodeType !== 1) return;
       const count = under.get(node.outerHTML);
       if (count) {
         under.set(node.outerHTML, count - 1);
         const what = `<${node.localName} class="${node.getAttribute('class') || ''}">`;
         waste.push(`${where}: ${what} of ${size(node)} nodes re-created unchanged`);
-      } else for (const child of node.children) again(child, under, where);
+      } else if (!kind || kind.has(node.localName)) for (const child of node.children) again(child, under, where);
     };
     let created = 0;
     for (const record of records) {
@@ -495,7 +503,7 @@ REDRAWS = """(selector) => {
       } else
         for (const node of record.addedNodes) {
           created += size(node);
-          again(node, removed.get(record.target), where);
+          again(node, removed.get(record.target), where, kinds.get(record.target));
         }
     }
     const touched = [...new Set(records.map((record) => slotOf(record.target)))].sort();
@@ -531,7 +539,7 @@ EACH_REDRAW = """async () => {
     let at = 0;
     while (at < drawn.length && drawn[at] === anew[at]) at++;
     __redrawn.push({ ...__redraws(), changed: Object.keys(after).filter((slot) => before[slot] !== after[slot]).sort(),
-      banner: lab.view.el.querySelector('.grpo-lab-warning > div').className,
+      banner: lab.view.el.querySelector('.grpo-lab-warning > *').className,
       unlike: drawn === anew ? null : [drawn, anew].map((html) => html.slice(Math.max(0, at - 80), at + 80)) });
   };
 }"""

@@ -132,10 +132,12 @@
 
   function warningHtml(state) {
     const group = state.group;
-    if (group === null) return '<div class="grpo-signal">No group on screen.</div>';
+    // The signal line is a <p>, the warning a <div>: a redraw replaces one by the other whole. Patched into each
+    // other, the Â<sub>i</sub> both contain moved to its new place, a layout shift on each change in JupyterLab.
+    if (group === null) return '<p class="grpo-signal">No group on screen.</p>';
     const rewards = group.rewards;
     if (Math.max(...rewards) !== Math.min(...rewards)) {
-      return `<div class="grpo-signal">This group carries signal: std(R) = ${fmt(state.stats.std)}, so Â<sub>i</sub> ≠ 0 (eq. 3).</div>`;
+      return `<p class="grpo-signal">This group carries signal: std(R) = ${fmt(state.stats.std)}, so Â<sub>i</sub> ≠ 0 (eq. 3).</p>`;
     }
     const beta = state.config.beta;
     const consequence =
