@@ -5,11 +5,12 @@ home, and the workspace (open tabs, layout) is kept in ``_build/``. See
 book/setup.md ("Working in JupyterLab") for what the reader sees.
 
 * The server's root is the project: a notebook's links to the book's pages
-  (``../book/NAME.md``) open them, in JupyterLab's Markdown viewer. The file
-  browser opens on ``notebooks/`` and lists each notebook once: its MyST
-  source ``NAME.md``, which opens as a notebook (jupytext, the default viewer
-  set in ``overrides.json``). The ``NAME.ipynb`` beside it (stored outputs for
-  nbval and the book, rewritten only by ``make notebooks``) is hidden.
+  (``../book/NAME.md``) open them, rendered as notebooks of text cells
+  (``jupytext.toml`` reads every ``.md`` as MyST). The file browser opens on
+  ``notebooks/`` and lists each notebook once: its MyST source ``NAME.md``,
+  which opens as a notebook (jupytext, the default viewer set in
+  ``overrides.json``). The ``NAME.ipynb`` beside it (stored outputs for nbval
+  and the book, rewritten only by ``make notebooks``) is hidden.
 * Jupytext reads the project's ``jupytext.toml``: no pairing, so saving writes
   the ``.md`` only, in the form it is stored in, and opening, running and
   saving a notebook leaves ``git status`` clean.
