@@ -8,12 +8,16 @@ in one session of three (π(onto) from the *Sharpen π* slider's range), at leas
 changes, samples, sharpenings and resets among them. :func:`play` runs one with
 :class:`grpo_core.bandit.BanditGRPO` and records, after every entry, the actions it drew (or the message of a
 ``Diverged`` step) and the logits. ``tests/test_lab_parity.py`` plays the same sessions with the page's engine
-(``grpo_core/lab/static/lab-engine.js``). Run as a script to print how many sessions reach the ±20 log-ratio bound.
+(``grpo_core/lab/static/lab-engine.js``), and with grpo_core again on another CPU: ``python tests/lab_parity.py``
+reads sessions and their records as JSON on its standard input and writes, as JSON, each entry played again from
+the recorded state before it (:func:`play` with ``resync``).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import sys
 
 import numpy as np
 
@@ -95,11 +99,14 @@ def sessions(count: int, seed: int = SEED, steps: int = STEPS) -> list[list[list
     return [session(rng, steps) for _ in range(count)]
 
 
-def play(entries: list[list]) -> list[list]:
+def play(entries: list[list], resync: list[list] | None = None) -> list[list]:
     """Play a session with grpo_core: after every entry, [actions drawn as digits ("" if none) or the message of a
-    Diverged step, the logits]."""
+    Diverged step, the logits]. With ``resync`` (records of the same session), each entry starts from the logits
+    recorded before it, as the page's engine does in the test: each entry is then compared on its own."""
     run, records = None, []
-    for verb, argument in entries:
+    for index, (verb, argument) in enumerate(entries):
+        if resync is not None and index > 0:
+            run.logits = np.array(resync[index - 1][1])
         drawn = ""
         if verb == "new":
             run = BanditGRPO(seed=int(argument["seed"]), config=GRPOConfig(**argument["config"]))
@@ -126,8 +133,4 @@ def play(entries: list[list]) -> list[list]:
 
 
 if __name__ == "__main__":
-    bound = 0
-    for entries in sessions(200):
-        run_logits = np.array([logits for _, logits in play(entries)])
-        bound += np.ptp(run_logits, axis=1).max() > 20
-    print(f"{bound} of 200 sessions spread their logits more than 20 apart")
+    json.dump([play(entries, records) for entries, records in json.load(sys.stdin)], sys.stdout)

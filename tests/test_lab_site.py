@@ -409,7 +409,8 @@ def test_the_printed_python_replays_any_session_clicked_through_the_page(lab_pag
     ends on the same logits.
 
     Python and the page run freely here, each from its own last step, so the last-bit differences of their ``exp``
-    (which tests/test_lab_parity.py bounds by 1e-12 per step, from the same state) compound over a session; at
+    (which tests/test_lab_parity.py bounds, step by step from the same state, by 1e-12 of their size or by what
+    grpo_core's own results differ by on two CPUs) compound over a session; at
     lr 3.6 and 14 inner epochs, logits near 6e5 ended 2e-11 of their size apart. The draws must be identical.
     """
     page, log, context = lab_page
