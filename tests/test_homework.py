@@ -67,6 +67,9 @@ def questions(master: nbformat.NotebookNode) -> dict[str, dict]:
     return found
 
 
+NO_GRPO_CORE = "the autograder runs your notebook without it"
+
+
 def test_there_are_at_least_four_assignments():
     assert len(NAMES) >= 4
     assert {"hw1-advantages", "hw2-clip-kl", "hw3-bandit-step", "hw4-length-bias"} <= set(NAMES)
@@ -92,6 +95,11 @@ def test_master_follows_the_house_rules(name):
         assert info["config"]["points"] == {"each": 1}, f"{question}: every test case is worth one point"
         assert info["solutions"] == 1, f"{question}: one solution block"
         assert info["public"] >= 1 and info["hidden"] >= 1, f"{question}: needs public and hidden tests"
+    prose = " ".join(" ".join(c.source.split()) for c in master.cells if c.cell_type == "markdown")
+    assert NO_GRPO_CORE in prose and "flags" not in prose, (
+        "the student's notebook has grpo_core wherever the companion is installed, and its checks pass with it; "
+        f"the jail has no grpo_core (an answer that imports it scores 0), so the master must say: {NO_GRPO_CORE!r}"
+    )
 
 
 def test_masters_and_scripts_pass_ruff(tmp_path):
