@@ -1029,6 +1029,25 @@ def test_every_image_says_what_it_shows():
     assert missing == {}, "images whose alt text is missing, empty or a file path"
 
 
+# A [source] link of the API reference (sphinx.ext.viewcode), as a screen reader lists the links of a page: its text,
+# hidden parts included.
+SOURCE_LINK = re.compile(r'<a\b[^>]*>\s*<span class="viewcode-link">.*?</a>', re.S)
+
+
+def source_link_names(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", link).strip() for link in SOURCE_LINK.findall(html)]
+
+
+@pytest.mark.book  # reads the built site
+def test_every_source_link_names_what_it_opens():
+    """A screen reader's list of links shows each link by its name alone: 66 links named "[source]" on one page
+    cannot be told apart. Each says whose source it opens ("[source] of BanditTrainer.start")."""
+    names = {path.name: source_link_names(path.read_text(encoding="utf8")) for path in SITE.glob("book/api/*.html")}
+    assert sum(map(len, names.values())) > 50, f"{SITE} is not built, or its API pages have no [source] links"
+    repeated = {page: sorted({n for n in found if found.count(n) > 1}) for page, found in names.items()}
+    assert {page: found for page, found in repeated.items() if found} == {}, "[source] links with the same name"
+
+
 def test_the_alt_text_check_rejects_paths_and_empty_text():
     bad = [
         '<img src="a.png">',
