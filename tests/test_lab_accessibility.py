@@ -106,6 +106,22 @@ def test_a_slider_moved_with_the_keyboard_says_its_value_once(tab, site, slider)
     assert control.get_attribute("aria-valuetext") == shown, "the slider says what its readout shows"
 
 
+def test_the_titles_of_each_lab_are_headings(tab, site):
+    """What looks like a heading is one (WCAG 1.3.1), so that a screen reader can jump from part to part: in the
+    live lab and in the snapshot of the JupyterLab lab, the lab's title is a heading one level below the page's
+    section (an h2) and the titles of its groups of controls and of its views one level below that."""
+    open_lab(tab, site)
+    take_steps(tab, 1)
+    labs = tab.locator(".grpo-lab")
+    assert labs.count() == 2, "the live lab and the snapshot"
+    for k in range(labs.count()):
+        lab = labs.nth(k)
+        titles = lab.locator(".grpo-section, .grpo-group-title").all_inner_texts()
+        assert len(titles) >= 9, titles
+        assert lab.get_by_role("heading", level=3).all_inner_texts() == ["GRPO bandit lab"]
+        assert lab.get_by_role("heading", level=4).all_inner_texts() == titles
+
+
 def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):
     open_lab(tab, site)
     take_steps(tab, 1)

@@ -85,7 +85,8 @@
       };
       const header = html("div", { class: "grpo-lab-header" });
       header.innerHTML =
-        '<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">One prompt, 4 answers ' +
+        '<div class="grpo-header-title" role="heading" aria-level="3">GRPO bandit lab</div>' +
+        '<div class="grpo-header-sub">One prompt, 4 answers ' +
         "with rewards A 0.2, B 0.9, C 0.4, D 0.1 (chapter §11) · sample a group → standardise its rewards (eq. 3) " +
         "→ clipped, KL-penalised step (eq. 9)</div>";
       const body = html("div", { class: "grpo-lab-body" });
@@ -94,7 +95,8 @@
       body.append(controls, views);
       container.append(header, body);
       this.controls = {};
-      const section = (title) => controls.append(html("div", { class: "grpo-section" }, title));
+      const section = (title) =>
+        controls.append(html("div", { class: "grpo-section", role: "heading", "aria-level": "4" }, title));
       const slider = (knob, value) => {
         const row = html("label", { class: `grpo-control grpo-lab-${knob.name.replace("_", "-")}` });
         const attrs = { type: "range", min: knob.minimum, max: knob.maximum, step: knob.step, value: String(value) };
