@@ -122,6 +122,20 @@ def test_the_titles_of_each_lab_are_headings(tab, site):
         assert lab.get_by_role("heading", level=4).all_inner_texts() == titles
 
 
+def test_the_snapshot_says_its_controls_do_nothing(tab, site):
+    """On the site the snapshot of the JupyterLab lab has no kernel: its buttons, sliders and fields do nothing. A
+    screen reader says they are unavailable, and Tab passes them by; the live lab's controls are available."""
+    open_lab(tab, site)
+    snapshot = tab.locator(".grpo-lab.jupyter-widgets-disconnected")
+    snapshot.get_by_role("slider").first.wait_for()
+    for role, least in (("button", 7), ("slider", 6), ("spinbutton", 1), ("textbox", 1), ("combobox", 1)):
+        assert snapshot.get_by_role(role).count() >= least, role
+        assert snapshot.get_by_role(role, disabled=False).count() == 0, f"a {role} of the snapshot says it works"
+        assert tab.locator(LIVE).get_by_role(role, disabled=True).count() == 0, f"a {role} of the live lab says not"
+    controls = "(lab) => [...lab.querySelectorAll(':is(button, input, select, [role=slider])')]"
+    assert snapshot.evaluate(f"{controls}.filter((e) => e.tabIndex >= 0).length") == 0, "Tab stops on the snapshot"
+
+
 def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):
     open_lab(tab, site)
     take_steps(tab, 1)

@@ -12,6 +12,9 @@
  * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
  *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
  *   drawn after the page loads, so this runs again whenever the article changes.
+ * - A widget snapshot has no kernel (ipywidgets draws it "disconnected"): its buttons, sliders and fields do
+ *   nothing, yet said they worked. Each says it is unavailable (aria-disabled) and leaves the Tab order; its text,
+ *   values and charts stay readable. Drawn after the page loads, like the sliders' names.
  * - A figure keeps the size it was drawn at, where its smallest text is 9 px or more (companion.css): on a column
  *   narrower than the figure (a phone) it scrolls sideways inside a box of its own, which then takes keyboard focus
  *   and a name, so that a keyboard user can scroll it too (WCAG 2.1.1; axe "scrollable-region-focusable").
@@ -51,6 +54,15 @@
     });
   }
 
+  const SNAPSHOT_CONTROLS = ".jupyter-widgets-disconnected :is(button, input, select, textarea, [role='slider'])";
+
+  function disableSnapshotControls(root) {
+    root.querySelectorAll(`${SNAPSHOT_CONTROLS}:not([aria-disabled])`).forEach((control) => {
+      control.setAttribute("aria-disabled", "true");
+      control.tabIndex = -1;
+    });
+  }
+
   const FIGURE_NAME = "Figure wider than the screen: scroll sideways to see all of it";
   const figureBoxes = new ResizeObserver((entries) => {
     entries.forEach(({ target: box }) => {
@@ -79,9 +91,13 @@
     nameSidebarToggles();
     nameThemeButtons();
     nameSliders(document);
+    disableSnapshotControls(document);
     // the theme's toggle changes data-mode on <html>; the widget snapshots are drawn into the article later
     new MutationObserver(nameThemeButtons).observe(document.documentElement, { attributeFilter: ["data-mode"] });
     const main = document.getElementById("main-content") || document.body;
-    new MutationObserver(() => nameSliders(main)).observe(main, { childList: true, subtree: true });
+    new MutationObserver(() => {
+      nameSliders(main);
+      disableSnapshotControls(main);
+    }).observe(main, { childList: true, subtree: true });
   });
 })();
