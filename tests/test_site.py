@@ -599,6 +599,17 @@ def test_the_repository_url_is_named_once_and_used(page, site):
     assert any(f"colab.research.google.com/github/{repo}/" in href for href in launch), launch
 
 
+def test_a_card_title_is_a_heading(page, site):
+    """The landing page's three cards ("Read", ...) have bold titles that look like headings: a screen reader lists
+    them with the page's headings, one level below the section that holds them (WCAG 1.3.1)."""
+    _open(page, site + "book/intro.html")
+    section = page.locator("section:has(.sd-card-title)").last
+    level = int(section.locator(":scope > :is(h1, h2, h3, h4, h5)").evaluate("(h) => h.tagName[1]"))
+    titles = section.locator(".sd-card-title").all_inner_texts()
+    assert len(titles) == 3, titles
+    assert section.get_by_role("heading", level=level + 1).all_inner_texts() == titles
+
+
 # --- The first visit ------------------------------------------------------------------------------------------
 
 

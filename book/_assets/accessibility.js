@@ -12,6 +12,8 @@
  * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
  *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
  *   drawn after the page loads, so this runs again whenever the article changes.
+ * - A card's title (sphinx-design's grid-item-card, the landing page's "Read", ...) is a bold <div> that looks like a
+ *   heading: it becomes one, a level below the heading of the section that holds it (WCAG 1.3.1).
  * - A widget snapshot has no kernel (ipywidgets draws it "disconnected"): its buttons, sliders and fields do
  *   nothing, yet said they worked. Each says it is unavailable (aria-disabled) and leaves the Tab order; its text,
  *   values and charts stay readable. Drawn after the page loads, like the sliders' names.
@@ -54,6 +56,14 @@
     });
   }
 
+  function cardTitlesAsHeadings() {
+    document.querySelectorAll(".bd-article section .sd-card-title:not([role])").forEach((title) => {
+      const heading = title.closest("section").querySelector(":scope > :is(h1, h2, h3, h4, h5)");
+      title.setAttribute("role", "heading");
+      title.setAttribute("aria-level", String(heading ? Number(heading.tagName[1]) + 1 : 2));
+    });
+  }
+
   const SNAPSHOT_CONTROLS = ".jupyter-widgets-disconnected :is(button, input, select, textarea, [role='slider'])";
 
   function disableSnapshotControls(root) {
@@ -90,6 +100,7 @@
     boxFigures();
     nameSidebarToggles();
     nameThemeButtons();
+    cardTitlesAsHeadings();
     nameSliders(document);
     disableSnapshotControls(document);
     // the theme's toggle changes data-mode on <html>; the widget snapshots are drawn into the article later
