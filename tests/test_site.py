@@ -610,6 +610,22 @@ def test_a_card_title_is_a_heading(page, site):
     assert section.get_by_role("heading", level=level + 1).all_inner_texts() == titles
 
 
+LANDMARKS = ("banner", "navigation", "main", "complementary", "contentinfo", "search", "region")
+
+
+def test_no_landmark_is_empty(page, site):
+    """A screen reader jumps from landmark to landmark: each it finds holds something (the theme's header and
+    footer are empty on this site, as configured, and were announced as an empty banner and contentinfo)."""
+    _open(page, site + "book/intro.html")
+    empty = [
+        role
+        for role in LANDMARKS
+        for landmark in page.get_by_role(role).all()
+        if not landmark.inner_text().strip() and not landmark.locator("img, svg, input, button").count()
+    ]
+    assert page.get_by_role("main").count() == 1 and empty == [], "empty landmarks"
+
+
 # --- The first visit ------------------------------------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@
  * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
  *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
  *   drawn after the page loads, so this runs again whenever the article changes.
+ * - The theme's page header and footer are empty on this site (nothing is configured in them), yet a screen reader
+ *   announced them as a banner and a contentinfo landmark with nothing inside: an empty one is no landmark.
  * - A card's title (sphinx-design's grid-item-card, the landing page's "Read", ...) is a bold <div> that looks like a
  *   heading: it becomes one, a level below the heading of the section that holds it (WCAG 1.3.1).
  * - A widget snapshot has no kernel (ipywidgets draws it "disconnected"): its buttons, sliders and fields do
@@ -53,6 +55,12 @@
       const label = handle.closest(".widget-slider").querySelector(".widget-label");
       const text = label ? label.textContent.trim() : "";
       if (text) handle.setAttribute("aria-label", text);
+    });
+  }
+
+  function unmarkEmptyLandmarks() {
+    document.querySelectorAll("body header, body footer").forEach((landmark) => {
+      if (!landmark.children.length && !landmark.textContent.trim()) landmark.setAttribute("role", "none");
     });
   }
 
@@ -100,6 +108,7 @@
     boxFigures();
     nameSidebarToggles();
     nameThemeButtons();
+    unmarkEmptyLandmarks();
     cardTitlesAsHeadings();
     nameSliders(document);
     disableSnapshotControls(document);
