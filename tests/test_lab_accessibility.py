@@ -4,8 +4,9 @@ After three GRPO steps the page has no WCAG 2.1 A/AA violation (axe-core, light 
 audit of ``test_site.py``, with the lab's group table, chips and curves filled in). A step changes, once, a polite
 live region whose text, as the browser's accessibility tree exposes it, names the new probabilities of the four
 answers, the group's mean reward and advantages, the clip fraction and the KL; the charts are named with their
-numbers; every control has a name. The lab's own text is 12 px or more, and the page in dark mode is saved as a
-screenshot under ``_build/screenshots/site/`` for a person to look at.
+numbers; every control has a name; a slider moved with the keyboard says its value once. The lab's own text is 12
+px or more, and the page in dark mode is saved as a screenshot under ``_build/screenshots/site/`` for a person to
+look at.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ def test_axe_finds_no_wcag_violation_in_the_lab_after_three_steps(tab, site):
 
 
 # Each change of the text of a live region of the lab (an explicit aria-live, or a role that is live by default:
-# status, alert, log, and <output>, whose role is status), recorded as it happens: [region's class, new text].
+# status, alert, log, and <output>, whose role is status), recorded as it happens: [region's class, new text]. A
+# region hidden from assistive technology (aria-hidden) says nothing.
 WATCH = """() => {
   window.spoken = [];
-  const live = '[aria-live], [role=status], [role=alert], [role=log], output';
-  for (const region of document.querySelectorAll(`.grpo-lab-live :is(${live})`)) {
+  const live = ':is([aria-live], [role=status], [role=alert], [role=log], output)';
+  const shown = ':not([aria-hidden=true], [aria-hidden=true] *)';
+  for (const region of document.querySelectorAll(`.grpo-lab-live ${live}${shown}`)) {
     new MutationObserver(() => window.spoken.push([region.className, region.textContent]))
       .observe(region, { childList: true, characterData: true, subtree: true });
   }
@@ -88,6 +91,49 @@ def test_a_step_is_announced_once_with_the_new_probabilities(tab, site):
     spoken = tab.evaluate("() => window.spoken")
     assert [region for region, _ in spoken] == [SUMMARY], "a run is announced once, at its end"
     assert spoken[0][1].startswith("Step 21."), spoken
+
+
+@pytest.mark.parametrize("slider", ["ε clip", "π(onto)"])
+def test_a_slider_moved_with_the_keyboard_says_its_value_once(tab, site, slider):
+    """The slider says its value itself (as its readout shows it); its readout beside it is not a second live
+    region (an <output> is one by default) that would say the value again."""
+    open_lab(tab, site)
+    tab.evaluate(WATCH)
+    control = tab.locator(LIVE).get_by_role("slider", name=slider, exact=True)
+    control.press("ArrowRight")
+    shown = control.locator("xpath=following-sibling::output").inner_text()
+    assert tab.evaluate("() => window.spoken") == [], "no live region speaks for the slider"
+    assert control.get_attribute("aria-valuetext") == shown, "the slider says what its readout shows"
+
+
+def test_the_titles_of_each_lab_are_headings(tab, site):
+    """What looks like a heading is one (WCAG 1.3.1), so that a screen reader can jump from part to part: in the
+    live lab and in the snapshot of the JupyterLab lab, the lab's title is a heading one level below the page's
+    section (an h2) and the titles of its groups of controls and of its views one level below that."""
+    open_lab(tab, site)
+    take_steps(tab, 1)
+    labs = tab.locator(".grpo-lab")
+    assert labs.count() == 2, "the live lab and the snapshot"
+    for k in range(labs.count()):
+        lab = labs.nth(k)
+        titles = lab.locator(".grpo-section, .grpo-group-title").all_inner_texts()
+        assert len(titles) >= 9, titles
+        assert lab.get_by_role("heading", level=3).all_inner_texts() == ["GRPO bandit lab"]
+        assert lab.get_by_role("heading", level=4).all_inner_texts() == titles
+
+
+def test_the_snapshot_says_its_controls_do_nothing(tab, site):
+    """On the site the snapshot of the JupyterLab lab has no kernel: its buttons, sliders and fields do nothing. A
+    screen reader says they are unavailable, and Tab passes them by; the live lab's controls are available."""
+    open_lab(tab, site)
+    snapshot = tab.locator(".grpo-lab.jupyter-widgets-disconnected")
+    snapshot.get_by_role("slider").first.wait_for()
+    for role, least in (("button", 7), ("slider", 6), ("spinbutton", 1), ("textbox", 1), ("combobox", 1)):
+        assert snapshot.get_by_role(role).count() >= least, role
+        assert snapshot.get_by_role(role, disabled=False).count() == 0, f"a {role} of the snapshot says it works"
+        assert tab.locator(LIVE).get_by_role(role, disabled=True).count() == 0, f"a {role} of the live lab says not"
+    controls = "(lab) => [...lab.querySelectorAll(':is(button, input, select, [role=slider])')]"
+    assert snapshot.evaluate(f"{controls}.filter((e) => e.tabIndex >= 0).length") == 0, "Tab stops on the snapshot"
 
 
 def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):

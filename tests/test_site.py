@@ -599,6 +599,33 @@ def test_the_repository_url_is_named_once_and_used(page, site):
     assert any(f"colab.research.google.com/github/{repo}/" in href for href in launch), launch
 
 
+def test_a_card_title_is_a_heading(page, site):
+    """The landing page's three cards ("Read", ...) have bold titles that look like headings: a screen reader lists
+    them with the page's headings, one level below the section that holds them (WCAG 1.3.1)."""
+    _open(page, site + "book/intro.html")
+    section = page.locator("section:has(.sd-card-title)").last
+    level = int(section.locator(":scope > :is(h1, h2, h3, h4, h5)").evaluate("(h) => h.tagName[1]"))
+    titles = section.locator(".sd-card-title").all_inner_texts()
+    assert len(titles) == 3, titles
+    assert section.get_by_role("heading", level=level + 1).all_inner_texts() == titles
+
+
+LANDMARKS = ("banner", "navigation", "main", "complementary", "contentinfo", "search", "region")
+
+
+def test_no_landmark_is_empty(page, site):
+    """A screen reader jumps from landmark to landmark: each it finds holds something (the theme's header and
+    footer are empty on this site, as configured, and were announced as an empty banner and contentinfo)."""
+    _open(page, site + "book/intro.html")
+    empty = [
+        role
+        for role in LANDMARKS
+        for landmark in page.get_by_role(role).all()
+        if not landmark.inner_text().strip() and not landmark.locator("img, svg, input, button").count()
+    ]
+    assert page.get_by_role("main").count() == 1 and empty == [], "empty landmarks"
+
+
 # --- The first visit ------------------------------------------------------------------------------------------
 
 
@@ -1027,6 +1054,25 @@ def test_every_image_says_what_it_shows():
         if problems:
             missing[path.relative_to(SITE).as_posix()] = problems
     assert missing == {}, "images whose alt text is missing, empty or a file path"
+
+
+# A [source] link of the API reference (sphinx.ext.viewcode), as a screen reader lists the links of a page: its text,
+# hidden parts included.
+SOURCE_LINK = re.compile(r'<a\b[^>]*>\s*<span class="viewcode-link">.*?</a>', re.S)
+
+
+def source_link_names(html: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", link).strip() for link in SOURCE_LINK.findall(html)]
+
+
+@pytest.mark.book  # reads the built site
+def test_every_source_link_names_what_it_opens():
+    """A screen reader's list of links shows each link by its name alone: 66 links named "[source]" on one page
+    cannot be told apart. Each says whose source it opens ("[source] of BanditTrainer.start")."""
+    names = {path.name: source_link_names(path.read_text(encoding="utf8")) for path in SITE.glob("book/api/*.html")}
+    assert sum(map(len, names.values())) > 50, f"{SITE} is not built, or its API pages have no [source] links"
+    repeated = {page: sorted({n for n in found if found.count(n) > 1}) for page, found in names.items()}
+    assert {page: found for page, found in repeated.items() if found} == {}, "[source] links with the same name"
 
 
 def test_the_alt_text_check_rejects_paths_and_empty_text():

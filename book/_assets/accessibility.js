@@ -12,6 +12,13 @@
  * - The ipywidgets sliders of a widget snapshot are noUiSlider handles without a name (axe
  *   "aria-input-field-name"; leongersen/noUiSlider#1019, #1223): each takes its widget's label. The snapshot is
  *   drawn after the page loads, so this runs again whenever the article changes.
+ * - The theme's page header and footer are empty on this site (nothing is configured in them), yet a screen reader
+ *   announced them as a banner and a contentinfo landmark with nothing inside: an empty one is no landmark.
+ * - A card's title (sphinx-design's grid-item-card, the landing page's "Read", ...) is a bold <div> that looks like a
+ *   heading: it becomes one, a level below the heading of the section that holds it (WCAG 1.3.1).
+ * - A widget snapshot has no kernel (ipywidgets draws it "disconnected"): its buttons, sliders and fields do
+ *   nothing, yet said they worked. Each says it is unavailable (aria-disabled) and leaves the Tab order; its text,
+ *   values and charts stay readable. Drawn after the page loads, like the sliders' names.
  * - A figure keeps the size it was drawn at, where its smallest text is 9 px or more (companion.css): on a column
  *   narrower than the figure (a phone) it scrolls sideways inside a box of its own, which then takes keyboard focus
  *   and a name, so that a keyboard user can scroll it too (WCAG 2.1.1; axe "scrollable-region-focusable").
@@ -51,6 +58,29 @@
     });
   }
 
+  function unmarkEmptyLandmarks() {
+    document.querySelectorAll("body header, body footer").forEach((landmark) => {
+      if (!landmark.children.length && !landmark.textContent.trim()) landmark.setAttribute("role", "none");
+    });
+  }
+
+  function cardTitlesAsHeadings() {
+    document.querySelectorAll(".bd-article section .sd-card-title:not([role])").forEach((title) => {
+      const heading = title.closest("section").querySelector(":scope > :is(h1, h2, h3, h4, h5)");
+      title.setAttribute("role", "heading");
+      title.setAttribute("aria-level", String(heading ? Number(heading.tagName[1]) + 1 : 2));
+    });
+  }
+
+  const SNAPSHOT_CONTROLS = ".jupyter-widgets-disconnected :is(button, input, select, textarea, [role='slider'])";
+
+  function disableSnapshotControls(root) {
+    root.querySelectorAll(`${SNAPSHOT_CONTROLS}:not([aria-disabled])`).forEach((control) => {
+      control.setAttribute("aria-disabled", "true");
+      control.tabIndex = -1;
+    });
+  }
+
   const FIGURE_NAME = "Figure wider than the screen: scroll sideways to see all of it";
   const figureBoxes = new ResizeObserver((entries) => {
     entries.forEach(({ target: box }) => {
@@ -78,10 +108,16 @@
     boxFigures();
     nameSidebarToggles();
     nameThemeButtons();
+    unmarkEmptyLandmarks();
+    cardTitlesAsHeadings();
     nameSliders(document);
+    disableSnapshotControls(document);
     // the theme's toggle changes data-mode on <html>; the widget snapshots are drawn into the article later
     new MutationObserver(nameThemeButtons).observe(document.documentElement, { attributeFilter: ["data-mode"] });
     const main = document.getElementById("main-content") || document.body;
-    new MutationObserver(() => nameSliders(main)).observe(main, { childList: true, subtree: true });
+    new MutationObserver(() => {
+      nameSliders(main);
+      disableSnapshotControls(main);
+    }).observe(main, { childList: true, subtree: true });
   });
 })();

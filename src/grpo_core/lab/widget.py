@@ -234,11 +234,14 @@ class BanditLab:
 
     def _layout(self, widgets):
         """Header above; controls in sections beside (or, on a narrow lab, above) the views."""
-        section = lambda title: widgets.HTML(f'<div class="grpo-section">{title}</div>')  # noqa: E731
+        # the lab's title and its parts' titles are headings (WCAG 1.3.1), below a notebook's or a page's h2
+        titled = '<div class="grpo-section" role="heading" aria-level="4">{}</div>'
+        section = lambda title: widgets.HTML(titled.format(title))  # noqa: E731
         rewards = ", ".join(f"{name} {r:g}" for name, r in zip(self.names, self.run.reward_table, strict=True))
         header = _classed(
             widgets.HTML(
-                f'<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">'
+                '<div class="grpo-header-title" role="heading" aria-level="3">GRPO bandit lab</div>'
+                '<div class="grpo-header-sub">'
                 f"One prompt, {len(self.names)} answers with rewards {rewards} (chapter §11) · "
                 "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)</div>"
             ),

@@ -45,6 +45,14 @@
     return knob.integer ? Math.round(Number(raw)) : Number(Number(raw).toFixed(knob.digits));
   }
 
+  /** A slider's readout: the value it shows, beside it and, for a screen reader, as the slider's own value text
+   * (the readout is hidden from assistive technology: an <output> is a live region, which would say it again). */
+  function readout(slider, output, digits) {
+    const shown = Number(slider.value).toFixed(digits);
+    output.textContent = shown;
+    slider.setAttribute("aria-valuetext", shown);
+  }
+
   /** One lab in the page: the engine, the group on screen, the curves, the ledger, the session. */
   class SiteLab {
     constructor(container, seed) {
@@ -77,7 +85,8 @@
       };
       const header = html("div", { class: "grpo-lab-header" });
       header.innerHTML =
-        '<div class="grpo-header-title">GRPO bandit lab</div><div class="grpo-header-sub">One prompt, 4 answers ' +
+        '<div class="grpo-header-title" role="heading" aria-level="3">GRPO bandit lab</div>' +
+        '<div class="grpo-header-sub">One prompt, 4 answers ' +
         "with rewards A 0.2, B 0.9, C 0.4, D 0.1 (chapter §11) · sample a group → standardise its rewards (eq. 3) " +
         "→ clipped, KL-penalised step (eq. 9)</div>";
       const body = html("div", { class: "grpo-lab-body" });
@@ -86,16 +95,16 @@
       body.append(controls, views);
       container.append(header, body);
       this.controls = {};
-      const section = (title) => controls.append(html("div", { class: "grpo-section" }, title));
+      const section = (title) =>
+        controls.append(html("div", { class: "grpo-section", role: "heading", "aria-level": "4" }, title));
       const slider = (knob, value) => {
         const row = html("label", { class: `grpo-control grpo-lab-${knob.name.replace("_", "-")}` });
         const attrs = { type: "range", min: knob.minimum, max: knob.maximum, step: knob.step, value: String(value) };
         const input = html("input", { ...attrs, "aria-label": knob.label });
-        const output = html("output", {}, Number(value).toFixed(knob.digits));
+        const output = html("output", { "aria-hidden": "true" });
+        readout(input, output, knob.digits);
         row.append(html("span", {}, knob.label), input, output);
-        input.addEventListener("input", () => {
-          output.textContent = Number(input.value).toFixed(knob.digits);
-        });
+        input.addEventListener("input", () => readout(input, output, knob.digits));
         input.addEventListener("change", () => this.configure(knob.name, knobValue(knob, input.value)));
         controls.append(row);
         this.controls[knob.name] = input;
@@ -154,10 +163,9 @@
       const sharp = LIMITS.sharpen_prob;
       const lowest = Math.ceil(100 / NAMES.length) / 100;
       const prob = html("input", { type: "range", min: lowest, max: sharp.maximum, step: sharp.step, value: String(sharp.default), "aria-label": "π(onto)" });
-      const probOut = html("output", {}, sharp.default.toFixed(2));
-      prob.addEventListener("input", () => {
-        probOut.textContent = Number(prob.value).toFixed(2);
-      });
+      const probOut = html("output", { "aria-hidden": "true" });
+      readout(prob, probOut, 2);
+      prob.addEventListener("input", () => readout(prob, probOut, 2));
       probRow.append(html("span", {}, "π(onto)"), prob, probOut);
       controls.append(probRow);
       this.controls.sharpen_prob = prob;

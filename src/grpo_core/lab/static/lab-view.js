@@ -123,7 +123,7 @@
     }
     const eps = group && group.eps !== null && group.eps !== undefined ? group.eps : state.config.eps_low;
     return (
-      `<div class="grpo-group-title">${title}</div><div class="grpo-chips">${chips}</div>` +
+      `<div class="grpo-group-title" role="heading" aria-level="4">${title}</div><div class="grpo-chips">${chips}</div>` +
       '<table class="grpo-table"><thead><tr><th>o</th><th>n</th><th>R</th><th>Â</th>' +
       `<th>r = π/π<sub>old</sub></th><th>clipped (ε = ${eps.toFixed(2)})</th></tr></thead>` +
       `<tbody>${rows.join("")}</tbody></table>`
@@ -244,7 +244,7 @@
       .join("");
     // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
     return (
-      '<div class="grpo-group-title">Ledger (most recent first)</div>' +
+      '<div class="grpo-group-title" role="heading" aria-level="4">Ledger (most recent first)</div>' +
       `<ol class="grpo-ledger" tabindex="0" aria-label="Ledger, most recent first">${items}</ol>`
     );
   }
@@ -262,9 +262,9 @@
       "</div>" +
       '<div class="grpo-lab-warning"></div>' +
       '<div class="grpo-lab-row grpo-lab-panels">' +
-      '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
+      '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title" role="heading" aria-level="4">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
       '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
-      '<div class="grpo-lab-panel"><div class="grpo-group-title">Learning curves</div><div class="grpo-lab-curves">' +
+      '<div class="grpo-lab-panel"><div class="grpo-group-title" role="heading" aria-level="4">Learning curves</div><div class="grpo-lab-curves">' +
       spec.panels.map(() => '<div class="grpo-curve"></div>').join("") +
       "</div></div>" +
       '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
