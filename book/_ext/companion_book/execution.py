@@ -57,6 +57,14 @@ def cache_stored_outputs(app, env, docnames) -> None:
             cache_twin(cache, Path(env.doc2path(docname)))
 
 
+def depend_on_twin(app, docname, source) -> None:
+    """A notebook's page depends on its ``.ipynb`` twin: ``make notebooks`` rewrites the twin alone, and the next
+    build reads the page again with the new outputs (Sphinx compares a dependency's time with the page's)."""
+    page = Path(app.env.doc2path(docname))
+    if page.suffix == ".md" and page.with_suffix(".ipynb").is_file():
+        app.env.note_dependency(str(page.with_suffix(".ipynb")))
+
+
 class PlainExecutionStatus(SphinxPostTransform):
     """Write the status column of ``{nb-exec-table}`` with characters every font has."""
 
@@ -71,4 +79,5 @@ class PlainExecutionStatus(SphinxPostTransform):
 
 def setup(app) -> None:
     app.connect("env-before-read-docs", cache_stored_outputs)
+    app.connect("source-read", depend_on_twin)
     app.add_post_transform(PlainExecutionStatus)
