@@ -14,6 +14,11 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
 * Jupytext reads the project's ``jupytext.toml``: no pairing, so saving writes
   the ``.md`` only, in the form it is stored in, and opening, running and
   saving a notebook leaves ``git status`` clean.
+* A book page opened as a notebook is read-only (:class:`ProjectContents`):
+  saved in the notebook format, it would gain a jupytext header, and
+  JupyterLab's autosave would save it two minutes after it was opened.
+  JupyterLab neither autosaves a read-only document nor saves it on Ctrl+S
+  (it offers *Save As*); in the text editor the page stays writable.
 * ``overrides.json`` (this folder is JupyterLab's application settings
   folder) turns the news pop-up off and makes ``.md`` open as a notebook;
   the reader's own settings still take precedence.
@@ -30,9 +35,24 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
 
 from pathlib import Path
 
+from jupytext import AsyncTextFileContentsManager
+
 c = get_config()  # noqa: F821 (traitlets provides get_config to config files)
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+
+
+class ProjectContents(AsyncTextFileContentsManager):
+    """Jupytext's contents manager, with the book's pages read-only as notebooks."""
+
+    async def get(self, path, content=True, type=None, format=None, **kwargs):
+        model = await super().get(path, content=content, type=type, format=format, **kwargs)
+        if model["type"] == "notebook" and path.strip("/").startswith("book/"):
+            model["writable"] = False
+        return model
+
+
+c.ServerApp.contents_manager_class = ProjectContents
 
 c.ServerApp.root_dir = str(ROOT)
 c.ContentsManager.preferred_dir = "notebooks"  # where the file browser opens

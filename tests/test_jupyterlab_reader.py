@@ -143,6 +143,20 @@ ANSWERS = """() => {
 }"""
 
 
+def test_a_book_page_is_read_only_as_a_notebook(reader_lab):
+    """Saved in the notebook format a book page would gain a jupytext header, so JupyterLab gets it read-only as a
+    notebook (and neither autosaves it nor saves it on Ctrl+S); as a file, and a notebook as a notebook, stay
+    writable."""
+    base, token = reader_lab
+
+    def writable(path: str, kind: str) -> bool:
+        return json.loads(api(f"{base}/api/contents/{path}?type={kind}&content=0", token))["writable"]
+
+    assert writable("book/intro.md", "notebook") is False
+    assert writable("book/intro.md", "file") is True
+    assert writable(f"notebooks/{READ}.md", "notebook") is True
+
+
 # Every link of the rendered Markdown: where it leads and, for a link into the server (a file or a notebook), the
 # HTTP status of what it leads to (null for a link to another site or to an anchor of the page).
 LINKS = """async () => {
@@ -268,13 +282,16 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
         # JupyterLab asks which kernel a notebook that names none should run (a page has no code): No Kernel. Had
         # the page failed to load, the dialog would say so instead.
         asked = page.locator(".jp-Dialog").inner_text(timeout=SERVER_START_S * 1000)
-        if "Select Kernel" not in asked:
+        if "select kernel" not in asked.lower():
             raise AssertionError(f"opening a book page from a notebook's link: {asked}")
         page.locator(".jp-Dialog button", has_text="No Kernel").click()
         page.wait_for_selector(".jp-Dialog", state="detached")
         page.wait_for_function(BOOK_PAGE_SHOWN, timeout=SERVER_START_S * 1000)
         book_page = page.evaluate(BOOK_PAGE_SHOWN)
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-book-page.png")
+        page.locator(f"{SHOWN} .jp-MarkdownCell").first.click()
+        page.keyboard.press("Control+s")  # refused: the page is read-only as a notebook (git status stays clean)
+        page.get_by_text("is read-only").first.wait_for(timeout=SERVER_START_S * 1000)
         close_notebook(page)
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
