@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
 from site_browser import LAB_PAGE, OVERFLOW, SCREENSHOTS, WINDOW_WIDTHS, PageLog, tab
-from test_lab_parity import PLAY, first_difference
+from test_lab_parity import PLAY, first_difference, on_the_baseline_cpu
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.env import ACTION_NAMES
@@ -83,8 +83,9 @@ def test_the_page_engine_plays_grpo_core_sessions(lab_page, site):
     context.set_offline(True)
     drawn = sessions(5, seed=11)
     python = [play(entries) for entries in drawn]
-    for entries, a, b in zip(drawn, python, page.evaluate(PLAY, [drawn, python]), strict=True):
-        assert first_difference(a, b) is None, (entries[0], first_difference(a, b))
+    played = zip(drawn, python, page.evaluate(PLAY, [drawn, python]), on_the_baseline_cpu(drawn, python), strict=True)
+    for entries, a, b, c in played:
+        assert first_difference(a, b, c) is None, (entries[0], first_difference(a, b, c))
     log.assert_clean(site)
 
 
