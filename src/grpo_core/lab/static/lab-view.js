@@ -45,6 +45,8 @@
   };
   const g = (value) => String(Number(value)); // Python's :g for the rewards of the table
   const tone = (a) => (a > 0 ? "grpo-pos" : a < 0 ? "grpo-neg" : "grpo-zero");
+  // the title of one of the views: a heading below the lab's own (WCAG 1.3.1)
+  const viewTitle = (text) => `<div class="grpo-group-title" role="heading" aria-level="4">${text}</div>`;
 
   /** The answers with their probabilities under ``probs``, as the charts' names and the summary say them. */
   const probsText = (state, probs) => state.names.map((name, k) => `${name} ${fmt(probs[k], 2)}`).join(", ");
@@ -123,7 +125,7 @@
     }
     const eps = group && group.eps !== null && group.eps !== undefined ? group.eps : state.config.eps_low;
     return (
-      `<div class="grpo-group-title" role="heading" aria-level="4">${title}</div><div class="grpo-chips">${chips}</div>` +
+      `${viewTitle(title)}<div class="grpo-chips">${chips}</div>` +
       '<table class="grpo-table"><thead><tr><th>o</th><th>n</th><th>R</th><th>Â</th>' +
       `<th>r = π/π<sub>old</sub></th><th>clipped (ε = ${eps.toFixed(2)})</th></tr></thead>` +
       `<tbody>${rows.join("")}</tbody></table>`
@@ -244,7 +246,7 @@
       .join("");
     // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
     return (
-      '<div class="grpo-group-title" role="heading" aria-level="4">Ledger (most recent first)</div>' +
+      viewTitle("Ledger (most recent first)") +
       `<ol class="grpo-ledger" tabindex="0" aria-label="Ledger, most recent first">${items}</ol>`
     );
   }
@@ -262,9 +264,9 @@
       "</div>" +
       '<div class="grpo-lab-warning"></div>' +
       '<div class="grpo-lab-row grpo-lab-panels">' +
-      '<div class="grpo-lab-panel grpo-lab-policy-panel"><div class="grpo-group-title" role="heading" aria-level="4">Policy π over the answers</div><div class="grpo-lab-policy"></div></div>' +
+      `<div class="grpo-lab-panel grpo-lab-policy-panel">${viewTitle("Policy π over the answers")}<div class="grpo-lab-policy"></div></div>` +
       '<div class="grpo-lab-panel grpo-lab-group"></div></div>' +
-      '<div class="grpo-lab-panel"><div class="grpo-group-title" role="heading" aria-level="4">Learning curves</div><div class="grpo-lab-curves">' +
+      `<div class="grpo-lab-panel">${viewTitle("Learning curves")}<div class="grpo-lab-curves">` +
       spec.panels.map(() => '<div class="grpo-curve"></div>').join("") +
       "</div></div>" +
       '<div class="grpo-lab-panel grpo-lab-ledger"></div>' +
