@@ -655,16 +655,9 @@ def test_the_first_visit_requests_nothing_missing(page, site):
 
 AXE = ROOT / "tests" / "_vendor" / "axe-core" / "axe.min.js"  # vendored from npm (tests/_vendor/README.md)
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-# The audit of a page: at each window width, the passes (colour scheme, which rules). Each axe run costs a walk of
-# the whole page, so the passes are as few as can still find everything:
-# - at 1280 px every rule, light; then, dark, what the colours decide (color-contrast);
-# - at 390 px every rule, light, and color-contrast again, dark; but at 390 px color-contrast checks only the text
-#   whose contrast key (CONTRAST_KEYS) no text had when axe-core decided it (pass or violation) at 1280 px in the
-#   same colour scheme: text that a media query for narrow windows restyles, text shown only on a phone (the
-#   navigation toggles), text that at 1280 px was hidden or that axe could not decide. The others would get the
-#   verdict their key got at 1280 px (CONTRAST_KEYS says why). When no text is left to check, the pass runs no axe:
-#   so the dark pass at 390 px on most pages (0 texts on book/api/bandit, book/notation and a source listing; 11 on
-#   §6, code scrolled out of sight at both widths; about 100 on the lab page), which then cost three axe runs.
+# The audit of a page: at each window width, the passes (colour scheme, which rules): at 1280 px every rule, light;
+# then, dark, what the colours decide (color-contrast); the same at 390 px. color-contrast measures a text only if no
+# text of its contrast key (CONTRAST_KEYS) has been measured in the same colour scheme before, on any page.
 # MathJax draws its glyphs as CSS content (mjx-c::before), which axe-core's color-contrast does not read: in every
 # pass MATH_CONTRAST measures the colour of each formula against its background instead.
 AUDIT = {
@@ -680,36 +673,8 @@ STYLE_OF = """(e) => {
   const s = getComputedStyle(e), before = getComputedStyle(e, '::before'), after = getComputedStyle(e, '::after');
   return props.map((p) => s.getPropertyValue(p)).concat([before.content, after.content]).join(';');
 }"""
-# Code (highlighted blocks, API signatures) is text in thousands of spans of a few styles, and most of the time of
-# color-contrast went to them. Its verdict on an element is a function of what SAME_CONTRAST reads: the text's
-# own colours, font size and weight, shadow, stroke, filter and pseudo-content, and those of each element up to the
-# code block (whose background the text is drawn on), whether the text is whole inside the block's visible box
-# (axe calls scrolled-out text hidden), and whether it has letters or digits (axe leaves out text of punctuation,
-# symbols or emoji only, as its own rules decide: such a text is a key of its own). In
-# each block, color-contrast checks the first element of each such key; the others, marked data-same-contrast, would
-# get the same verdict. A span of a colour of its own is a key of its own: it is checked.
-SAME_CONTRAST = """() => {
-  for (const e of document.querySelectorAll('[data-same-contrast]')) e.removeAttribute('data-same-contrast');
-  const style = __STYLE_OF__;
-  let marked = 0;
-  for (const block of document.querySelectorAll('div.highlight pre, dt.sig')) {
-    const box = block.getBoundingClientRect(), seen = new Set();
-    for (const e of block.querySelectorAll('*')) {
-      const text = [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('');
-      if (!text.trim()) continue;
-      const chain = [];
-      for (let a = e; a !== block; a = a.parentElement) chain.push(a.tagName + ':' + style(a));
-      const rects = [...e.getClientRects()];
-      const inside = rects.length === 1 && rects.every((r) => r.left >= box.left && r.right <= box.right
-        && r.top >= box.top && r.bottom <= box.bottom);
-      const key = [chain.join('|'), inside, /[\\p{L}\\p{N}]/u.test(text) || text].join('#');
-      if (seen.has(key)) { e.setAttribute('data-same-contrast', ''); marked++; } else seen.add(key);
-    }
-  }
-  return marked;
-}""".replace("__STYLE_OF__", STYLE_OF)
-# What color-contrast decides on a text at 390 px, it has decided at 1280 px unless the text's key is new. The
-# check (color-contrast-evaluate in axe-core 4.14) measures a visible text's contrast from, and only from:
+# color-contrast's verdict on a text is a function of the text's key, whatever the text, its page and the window's
+# width. The check (color-contrast-evaluate in axe-core 4.14) measures a visible text's contrast from, and only from:
 # - the text's own computed style (STYLE_OF: colours, size and weight, which choose the 4.5:1 or 3:1 threshold,
 #   shadow, stroke, filter, pseudo-content) and its tag;
 # - what it is drawn on: the backgrounds of its ancestors up to the first opaque one (STYLE_OF of each), then only
@@ -718,16 +683,21 @@ SAME_CONTRAST = """() => {
 #   descendant (boxes in normal flow do not overlap; a negative margin could slide one under a text, and that is
 #   not in the key), so the STYLE_OF of each such box with a background whose rectangle meets the text's is part
 #   of the key (a box that moves onto a text at 390 px changes the key).
-# That is the text's key; its verdict (pass or violation, with the ratio) is a function of it, whatever the width.
-# axe-core's color-contrast check is wrapped (add_axe): each text it measures adds its key to the keys decided in
-# the page's colour scheme (not a text it passes unmeasured as hidden, nor one it leaves "incomplete"). At 390 px the
-# texts whose key is not among them are marked data-contrast-check, and color-contrast runs on those only: a text
-# with a decided key would get that key's verdict again (a violation of it was reported at 1280 px already), a text
-# hidden at 390 px none. Only the texts axe-core would take are marked: those of its color-contrast-matches (a form
-# field, or an element with a text node of more than punctuation and emoji), and not those it calls hidden.
-CONTRAST_KEYS = """() => {
+# That is the text's key. The whole site has about 350 keys in each colour scheme (bench/bench_contrast_keys.py), and
+# each run of color-contrast costs axe-core a map of every box of the page (its grid: about 2 s on a page of 10,000
+# elements, whether it then checks one text or all). So a key is decided once per colour scheme in a test process:
+# axe-core's check is wrapped (add_axe), and each text it measures adds its key to the keys decided in the page's
+# colour scheme (a pass or a violation, with its ratio; not a text it passes unmeasured as hidden, nor one it leaves
+# "incomplete"), which the process keeps from page to page (DECIDED_CONTRAST). Before each pass, the texts whose key
+# is not decided are marked data-contrast-check, and color-contrast runs on those only; when there are none, a pass
+# of color-contrast alone runs no axe: so does every pass of most source listings, and the passes at 390 px of most
+# pages. A text left out would get its key's verdict again (a violation is reported once, on the page where its key
+# was decided; bench/bench_contrast_keys.py checks on every page, width and scheme that each key gets one verdict).
+# Only the texts axe-core would take are marked: those of its color-contrast-matches (a form field, or an element with
+# a text node of more than punctuation and emoji), and not those it calls hidden.
+CONTRAST_KEYS = """(known) => {
   const styleOf = __STYLE_OF__;
-  const decided = {};
+  const decided = Object.fromEntries(Object.entries(known).map(([scheme, keys]) => [scheme, new Set(keys)]));
   let chains, tints, covers, clipped;
   const opaque = (s) => s.backgroundImage !== 'none' || s.backgroundColor.startsWith('rgb(');  // rgba(): see-through
   const tint = (e) => {  // the opacity, filter and blending of e and every ancestor
@@ -753,11 +723,13 @@ CONTRAST_KEYS = """() => {
     const over = covers.filter(([c, rect]) => !c.contains(e) && meets(box, rect)).map(([c]) => styleOf(c));
     return [e.tagName, chain(e), ...over].join('#');
   };
-  // Text that axe-core's color-contrast-matches takes: a form field, or an element with a text node of more than
-  // punctuation and emoji (its hasRealTextChildren, through its own functions).
+  // Text that axe-core's color-contrast-matches takes: a form field, or an element whose own text nodes, joined,
+  // are more than punctuation and emoji (through its own functions; joined, ", " and ", " leave a space, which
+  // counts).
   const { removeUnicode, sanitize } = axe.commons.text;
-  const real = (e) => /^(INPUT|SELECT|TEXTAREA)$/.test(e.tagName) || [...e.childNodes].some((n) => n.nodeType === 3
-    && removeUnicode(sanitize(n.textContent), { emoji: true, nonBmp: false, punctuations: true }) !== '');
+  const ownText = (e) => [...e.childNodes].filter((n) => n.nodeType === 3).map((n) => n.nodeValue).join('');
+  const real = (e) => /^(INPUT|SELECT|TEXTAREA)$/.test(e.tagName)
+    || removeUnicode(sanitize(ownText(e)), { emoji: true, nonBmp: false, punctuations: true }) !== '';
   const scan = () => {  // the boxes that may overlap a text (covers), and those that axe says clip to nothing
     covers = []; clipped = [];
     for (const c of document.querySelectorAll('body *')) {
@@ -773,18 +745,16 @@ CONTRAST_KEYS = """() => {
     }
   };
   const audit = {
-    recording: true,  // until the first marking: the keys decided at the first width
     begin() {  // before each axe run or marking: the page's styles may have changed (colour scheme, width)
       chains = new Map(); tints = new Map(); covers = null;
     },
     record(e, verdict) {
-      if (audit.recording && (verdict === true || verdict === false)) {
+      if (verdict === true || verdict === false) {
         (decided[document.documentElement.dataset.theme] ||= new Set()).add(key(e));
       }
     },
     mark() {  // mark the texts whose key was not decided in this colour scheme; how many
       audit.begin();
-      audit.recording = false;
       scan();
       document.querySelectorAll('[data-contrast-check]').forEach((e) => e.removeAttribute('data-contrast-check'));
       const known = decided[document.documentElement.dataset.theme] || new Set();
@@ -807,6 +777,7 @@ CONTRAST_KEYS = """() => {
       }
       return marked;
     },
+    decided: () => Object.fromEntries(Object.entries(decided).map(([scheme, keys]) => [scheme, [...keys]])),
   };
   window.contrastAudit = audit;
   const check = axe._audit.checks['color-contrast'], evaluate = check.evaluate;
@@ -819,9 +790,10 @@ CONTRAST_KEYS = """() => {
     return verdict;
   };
 }""".replace("__STYLE_OF__", STYLE_OF)
-# Which text color-contrast checks: at 1280 px all but SAME_CONTRAST's marks, at 390 px CONTRAST_KEYS' marks.
-CONTRAST_SELECTOR = "(selector) => axe.configure({ rules: [{ id: 'color-contrast', selector }] })"
-EVERY_TEXT, NEW_TEXT = "*:not([data-same-contrast])", "[data-contrast-check]"
+# color-contrast checks the texts CONTRAST_KEYS marks, and no other.
+CONTRAST_ONLY_MARKED = "() => axe.configure({ rules: [{ id: 'color-contrast', selector: '[data-contrast-check]' }] })"
+# The contrast keys decided in this test process (each xdist worker), by colour scheme: {scheme: {key}}.
+DECIDED_CONTRAST: dict[str, set[str]] = {}
 # The colour of typeset math against its background, in the page: [where, contrast ratio, colour, background] of
 # each formula shown whose glyphs (the colour of its mjx-c elements, whose ::before content they are) fall below
 # 4.5:1 by WCAG's formula. The background is the first opaque one of its ancestors, with the see-through ones
@@ -871,8 +843,8 @@ MATH_CONTRAST = """() => {
   });
   return low;
 }"""
-# axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the elements
-# CONTRAST_SELECTOR names). Of what axe-core preloads before its rules, only the media (no-autoplay-audio) serves a
+# axe-core's rules at WCAG 2.1 A and AA: {rule: [(target, why)]} of each violation (color-contrast on the texts
+# CONTRAST_KEYS marks). Of what axe-core preloads before its rules, only the media (no-autoplay-audio) serves a
 # rule of these tags: the style sheets (cssom) serve css-orientation-lock alone, which is experimental and not run;
 # parsing them took a fifth of an axe run's time.
 AXE_RUN = """async ({tags, rules}) => {
@@ -916,7 +888,8 @@ def add_axe(page) -> None:
     """Put axe-core into the page, with its color-contrast check recording the keys it decides (CONTRAST_KEYS) and
     its colours switching without transitions, and start WATCH_THE_THEME."""
     page.add_script_tag(path=str(AXE))
-    page.evaluate(CONTRAST_KEYS)
+    page.evaluate(CONTRAST_KEYS, {scheme: sorted(keys) for scheme, keys in DECIDED_CONTRAST.items()})
+    page.evaluate(CONTRAST_ONLY_MARKED)
     page.add_style_tag(content=NO_TRANSITIONS)
     page.evaluate(WATCH_THE_THEME, THEME_DEBOUNCE_MS)
 
@@ -936,15 +909,10 @@ def audit_at_this_width(page, found: dict) -> None:
             seen = found.setdefault((scheme, width), {})
             if math := page.evaluate(MATH_CONTRAST):
                 seen["mathjax-contrast"] = math
-            if width == next(iter(AUDIT)):  # the first width: every text (one code span of each SAME_CONTRAST key)
-                page.evaluate(SAME_CONTRAST)
-                page.evaluate(CONTRAST_SELECTOR, EVERY_TEXT)
-            else:  # the texts whose key was not decided at the first width (CONTRAST_KEYS)
-                new = page.evaluate("() => contrastAudit.mark()")
-                if not new and rules == "color-contrast":
-                    continue
-                page.evaluate(CONTRAST_SELECTOR, NEW_TEXT)
-            seen.update(page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules}))
+            if page.evaluate("() => contrastAudit.mark()") or rules == "all":  # texts whose key is not decided
+                seen.update(page.evaluate(AXE_RUN, {"tags": WCAG_TAGS, "rules": rules}))
+        for scheme, keys in page.evaluate("() => contrastAudit.decided()").items():
+            DECIDED_CONTRAST.setdefault(scheme, set()).update(keys)
     finally:
         page.emulate_media(color_scheme="null")
 
@@ -1002,7 +970,7 @@ def test_the_vendored_axe_core_is_the_one_its_readme_names():
 def test_axe_finds_what_it_is_meant_to(reader, site):
     """The audit cannot pass vacuously: text of too little contrast, an image without alt text and an unnamed
     input put on a page are each reported, in every pass that looks for them; so is a faint word in a code block
-    after words of the same class in the block's own colour (SAME_CONTRAST checks one element of each style), text
+    after words of the same class in the block's own colour (a key of its own), text
     that only a phone's window makes faint, in either scheme (CONTRAST_KEYS), and math drawn faint in dark mode
     (MATH_CONTRAST)."""
 
