@@ -1,7 +1,7 @@
 """Grading in jails: the honest set scores exactly, and no hostile submission gains a point or touches anything.
 
 One call of ``homework/grade.py`` grades a folder that mixes assignments: reference solutions (hw1's as a notebook
-with a written answer, hw2's as the zip its export cell makes, hw3's under a kernel of another name), forty honest
+with a written answer, hw2's as the zip its export cell makes, hw1's under a kernel of another name), forty honest
 hw1 submissions written as students write right answers (tests/honest_submissions.py), hw1's untouched student
 notebook, the deliberately wrong submissions of ``tests/fixtures/homework/`` (each must lose
 exactly the points listed there), malformed files, odd and colliding names, a symlink, and one hostile
@@ -217,7 +217,7 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     for name, honest in honest_submissions.submissions(reference(dist, "hw1-advantages")):
         write(honest, folder / "honest" / name)
     write(solved, folder / "renamed" / "hw1-advantages (1).ipynb")
-    custom_kernel = reference(dist, "hw3-bandit-step")
+    custom_kernel = reference(dist, "hw1-advantages")  # grade.py reads no kernelspec (a torch jail: 2.4 CPU-s more)
     custom_kernel.metadata.kernelspec = {"name": "my-course-env", "display_name": "Course env", "language": "python"}
     write(custom_kernel, folder / "custom-kernel.ipynb")
     write(reference(dist, "hw2-clip-kl"), folder / FORMULA_NAME)
@@ -361,7 +361,7 @@ def test_unreadable_files_are_reported_in_their_own_row(grades, file, reason):
     ("file", "name"),
     [
         ("renamed/hw1-advantages (1).ipynb", "hw1-advantages"),
-        ("custom-kernel.ipynb", "hw3-bandit-step"),
+        ("custom-kernel.ipynb", "hw1-advantages"),
         ("'" + FORMULA_NAME, "hw2-clip-kl"),
         (f"names/{LONG_NAME}", "hw1-advantages"),
         ("names/x/y.ipynb", "hw1-advantages"),
@@ -434,6 +434,7 @@ SLOW_IMPORTS = """\
 import importlib.abc, importlib.util, json, sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
+import nbformat
 from homework_support import InProcess, WRONG, checker, grade, reference, wrong_submission
 
 class SlowImport(importlib.abc.MetaPathFinder):
@@ -455,7 +456,7 @@ notebooks = {"hw1-advantages": reference(dist, "hw1-advantages"), "hw3-bandit-st
 start, results = threading.Barrier(len(notebooks)), {}
 
 def check(name):
-    cells = grade.code_sources(grade.parse_notebook(grade.nbformat.writes(notebooks[name]).encode()))
+    cells = grade.code_sources(grade.parse_notebook(nbformat.writes(notebooks[name]).encode()))
     start.wait()
     time.sleep(0.5 if name == "hw3-bandit-step" else 0.0)  # hw3 a moment later: hw1 imports grpo_core first
     scores, feedback, error = checker.grade(keys[name], cells, InProcess())
