@@ -15,6 +15,7 @@ import copy
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -100,6 +101,21 @@ def test_master_follows_the_house_rules(name):
         "the student's notebook has grpo_core wherever the companion is installed, and its checks pass with it; "
         f"the jail has no grpo_core (an answer that imports it scores 0), so the master must say: {NO_GRPO_CORE!r}"
     )
+
+
+def test_a_master_is_parsed_again_when_its_file_changes_and_each_caller_gets_a_copy(tmp_path, monkeypatch):
+    """build.master_notebook parses a master once per process (the tests ask hundreds of times): a caller that
+    changes what it got changes no other caller's copy, and an edited file is parsed again."""
+    name = "hw1-advantages"
+    (tmp_path / name).mkdir()
+    shutil.copy(HOMEWORK / name / f"{name}.md", tmp_path / name / f"{name}.md")
+    monkeypatch.setattr(build, "HOMEWORK", tmp_path)
+    first = build.master_notebook(name)
+    original, first.cells[-1].source = first.cells[-1].source, "changed by a caller"
+    assert build.master_notebook(name).cells[-1].source == original
+    with (tmp_path / name / f"{name}.md").open("a") as master:
+        master.write("\nAn edit at the end.\n")
+    assert build.master_notebook(name).cells[-1].source.endswith("An edit at the end.")
 
 
 def test_masters_and_scripts_pass_ruff(tmp_path):
