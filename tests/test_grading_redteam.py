@@ -265,6 +265,41 @@ def test_a_number_out_of_its_dtypes_range_is_an_unreadable_answer(dtype):
             assert isinstance(value, checker.Unsupported)
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64"])
+def test_an_array_is_sent_as_each_of_its_numbers_would_be(dtype):
+    """The runner sends an array of finite numbers as its ``tolist()`` and the checker takes a list of numbers as
+    it is (no call per number): the data must be what encoding each number alone gives, a non-finite float
+    included, and decoding must give the array back, dtype and all; a list with anything but numbers is refused.
+    Every dtype the runner sends, both ends of its range, zero, and for floats -0.0, the smallest, nan and inf."""
+    from homework_support import runner
+
+    if dtype == "bool":
+        numbers = [True, False]
+    elif dtype[0] in "iu":
+        numbers = [numpy.iinfo(dtype).min, 0, numpy.iinfo(dtype).max]
+    else:
+        info = numpy.finfo(dtype)
+        numbers = [float(info.min), -0.0, float(info.smallest_subnormal), 1.5, float(info.max)]
+    finite = numpy.array(numbers, dtype=dtype)
+    arrays = [finite, finite.reshape(1, -1), finite[:0]]
+    if dtype.startswith("float"):
+        arrays.append(numpy.array([*numbers, numpy.nan, numpy.inf, -numpy.inf], dtype=dtype).reshape(2, -1))
+    for array in arrays:
+        sent = json.loads(json.dumps(runner.encode(array)))
+        each = [runner.encode(number, 1) for number in array.ravel().tolist()]
+        assert json.dumps(sent["ndarray"]["data"]) == json.dumps(each)
+        if {"unsupported": "int"} in each:  # int64's minimum: encode takes ints within +-(2**63 - 1) only
+            with pytest.raises(ValueError, match="not an encoded value"):
+                runner.decode(sent)
+            continue
+        back = runner.decode(sent)
+        assert back.dtype == array.dtype and back.shape == array.shape
+        assert numpy.array_equal(back, array, equal_nan=dtype.startswith("float"))
+    for stranger in ("1", None, {"list": []}):
+        with pytest.raises(ValueError, match="numbers only"):
+            runner.decode({"ndarray": {"dtype": dtype, "shape": [2], "data": [numbers[0], stranger]}})
+
+
 # ---------------------------------------------------------------- memory that no process holds (issue #24)
 
 # Memory held where no process's resident memory shows it, 4.5 GiB in all (the attacks' own safety cap), in cells
