@@ -12,6 +12,7 @@ tests/test_grading.py and tests/test_grading_clean.py.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
@@ -322,11 +323,22 @@ def _cases(notebook: nbformat.NotebookNode, name: str) -> dict[str, list[tuple[b
     return checked(checker.make_key(build.master_notebook(name)), cells)
 
 
+@pytest.fixture(scope="module")
+def reference_cases(dist):
+    """``{question: [(hidden, passed), ...]}`` of an assignment's autograder notebook (its reference solutions) as
+    the checker grades it: once per assignment, not once per mistake (25 mistakes of 4 assignments)."""
+    return functools.cache(lambda name: _cases(_autograder_notebook(dist, name), name))
+
+
+def _autograder_notebook(dist: Path, name: str) -> nbformat.NotebookNode:
+    return nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
+
+
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m['assignment']}-{m['mistake']}" for m in MISTAKES])
-def test_hidden_tests_catch_a_plausible_mistake(dist, mistake, capsys):
+def test_hidden_tests_catch_a_plausible_mistake(dist, reference_cases, mistake, capsys):
     name = mistake["assignment"]
-    notebook = nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
-    assert all(passed for cases in _cases(notebook, name).values() for _, passed in cases)
+    notebook = _autograder_notebook(dist, name)
+    assert all(passed for cases in reference_cases(name).values() for _, passed in cases)
     for old, new in mistake["patch"]:
         hits = [cell for cell in notebook.cells if cell.cell_type == "code" and old in cell.source]
         assert len(hits) == 1 and hits[0].source.count(old) == 1, f"stale patch: {old!r}"
