@@ -62,7 +62,10 @@ from sheets import cell_text
 pytestmark = pytest.mark.timeout(1800)
 WRITTEN_ANSWER = "Every advantage shrinks by sqrt((G - 1) / G), whatever the rewards."
 DDOF1 = next(fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb")
-WRITE_MARKERS = "\n".join(f"open({str(path)!r}, 'w').write('pwned')" for path in MARKERS)
+# Each marker tried on its own: the first one's PermissionError must not spare the others.
+WRITE_MARKERS = "\n".join(
+    f"try:\n    open({str(path)!r}, 'w').write('pwned')\nexcept OSError:\n    pass" for path in MARKERS
+)
 # Issue #24: otter's log server unpickled what reached it. Here: every listening socket of the machine, TCP or
 # Unix, gets a pickle that would write the markers as whoever unpickles it.
 SOCKETS = f"""\
