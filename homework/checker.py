@@ -34,11 +34,14 @@ import json
 import re
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import numpy
 from jail import Jail, JailError
 from runner import decode, encode
+
+if TYPE_CHECKING:  # the grader never imports nbformat (1.5 CPU-s: grade.parse_notebook)
+    import nbformat
 
 FEEDBACK_CHARS = 300
 RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b")

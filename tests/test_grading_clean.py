@@ -4,7 +4,8 @@
   full marks, and one wrong submission exactly the points it loses with ``make grade``, in a virtual environment
   built from the zips' own ``requirements.txt`` (one for all: their requirements differ only by torch), without
   this project installed: the key's tests import ``grpo_core`` from the zip. (The other wrong submissions lose
-  their points in tests/test_grading.py, with the same key, checker and jail.)
+  their points in tests/test_grading.py, with the same key, checker and jail.) On Gradescope, the entries shown
+  at once carry no hidden point and the total waits for publication (the red team's, issue #24).
 * ``jail.py`` run by an ordinary user (uid 65534) with the system's Python: bubblewrap needs no privilege.
 """
 
@@ -84,21 +85,32 @@ def run_zip(clean_python: Path, dist: Path, name: str, submission: nbformat.Note
     return json.loads((where / "results" / "results.json").read_text())
 
 
-def test_the_zip_grades_the_same_in_a_clean_environment(clean_python, dist, tmp_path):
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    probe = subprocess.run([str(clean_python), "-c", "import grpo_core"], capture_output=True, env=env, cwd=tmp_path)
-    assert probe.returncode != 0, "the clean environment must not hold the project"
+HW1 = "hw1-advantages"
+
+
+@pytest.fixture(scope="module")
+def zip_runs(clean_python, dist, tmp_path_factory) -> list[tuple[str, dict, dict, Path]]:
+    """``(assignment, points expected per question, results.json, folder)`` of the zip's run script on every
+    assignment's reference solutions, then on hw1-ddof1.ipynb, in the clean environment (two at once)."""
     cases = [(name, reference(dist, name), questions(name)) for name in NAMES]
     (wrong,) = [fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb"]
     cases.append((wrong["assignment"], wrong_submission(dist, wrong), wrong["scores"]))
+    base = tmp_path_factory.mktemp("zip-runs")
 
-    def graded(number: int) -> dict:
-        name, submission, _ = cases[number]
-        return run_zip(clean_python, dist, name, submission, tmp_path / str(number))
+    def graded(number: int) -> tuple[str, dict, dict, Path]:
+        name, submission, expected = cases[number]
+        return name, expected, run_zip(clean_python, dist, name, submission, base / str(number)), base / str(number)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(graded, range(len(cases))))
-    for (name, _, expected), result in zip(cases, results, strict=True):
+        return list(pool.map(graded, range(len(cases))))
+
+
+def test_the_zip_grades_the_same_in_a_clean_environment(clean_python, zip_runs, tmp_path):
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    probe = subprocess.run([str(clean_python), "-c", "import grpo_core"], capture_output=True, env=env, cwd=tmp_path)
+    assert probe.returncode != 0, "the clean environment must not hold the project"
+    assert len(zip_runs) == len(NAMES) + 1
+    for name, expected, result, _ in zip_runs:
         got = Counter()  # a question's public entry and its hidden one together
         for test in result["tests"]:
             got[test["name"].removesuffix(" (hidden)")] += test["score"]
@@ -106,6 +118,28 @@ def test_the_zip_grades_the_same_in_a_clean_environment(clean_python, dist, tmp_
         assert result["score"] == sum(expected.values())
         hidden = [test["name"] for test in result["tests"] if test["visibility"] == "after_published"]
         assert hidden == [f"{question} (hidden)" for question in got]
+
+
+def test_the_zips_visible_entries_carry_no_hidden_points(zip_runs):
+    """On Gradescope only the ``after_published`` entries may tell how hidden tests went; the run script put each
+    question's whole score (hidden points included) in an entry visible at once. The reference solutions showed q1
+    5 of 5 where its public tests are worth 2. The total score stays hidden until the grades are published.
+    (Red team, issue #24: hw1's reference solutions, graded above by its zip.)"""
+    (folder, result), *_ = [(folder, result) for name, _, result, folder in zip_runs if name == HW1]
+    key = json.loads((folder / "source" / "key.json").read_text())
+    public = {q["name"]: sum(not case["hidden"] for case in q["cases"]) for q in key["questions"]}
+    visible = {t["name"]: t.get("score", 0) for t in result["tests"] if t.get("visibility") != "after_published"}
+    assert set(public) == set(questions(HW1)) and all(visible.get(name, 0) <= public[name] for name in public)
+    # The total: Gradescope's results format has no visibility of its own for it, but hides it from students while
+    # a test that scores points is not yet shown ("If test cases are hidden, students will not be able to see their
+    # total score. Test cases with visibility set to hidden don't affect this", docs/specs.md of
+    # gradescope/autograder_samples). So every entry with hidden points must be after_published (not hidden, which
+    # otter 7.0.0 gives every entry by default and which leaves the total, hidden points included, visible at once),
+    # and nothing at the top level may set the tests' visibility otherwise.
+    hidden = [t for t in result["tests"] if t["name"].endswith(" (hidden)")]
+    assert len(hidden) == len(public) and all(t["max_score"] > 0 for t in hidden)
+    assert {t["visibility"] for t in hidden} == {"after_published"} and "visibility" not in result
+    assert result["score"] == sum(t["score"] for t in result["tests"]) == sum(questions(HW1).values())
 
 
 def test_the_jail_needs_no_root(tmp_path):

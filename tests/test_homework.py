@@ -12,9 +12,11 @@ tests/test_grading.py and tests/test_grading_clean.py.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -100,6 +102,21 @@ def test_master_follows_the_house_rules(name):
         "the student's notebook has grpo_core wherever the companion is installed, and its checks pass with it; "
         f"the jail has no grpo_core (an answer that imports it scores 0), so the master must say: {NO_GRPO_CORE!r}"
     )
+
+
+def test_a_master_is_parsed_again_when_its_file_changes_and_each_caller_gets_a_copy(tmp_path, monkeypatch):
+    """build.master_notebook parses a master once per process (the tests ask hundreds of times): a caller that
+    changes what it got changes no other caller's copy, and an edited file is parsed again."""
+    name = "hw1-advantages"
+    (tmp_path / name).mkdir()
+    shutil.copy(HOMEWORK / name / f"{name}.md", tmp_path / name / f"{name}.md")
+    monkeypatch.setattr(build, "HOMEWORK", tmp_path)
+    first = build.master_notebook(name)
+    original, first.cells[-1].source = first.cells[-1].source, "changed by a caller"
+    assert build.master_notebook(name).cells[-1].source == original
+    with (tmp_path / name / f"{name}.md").open("a") as master:
+        master.write("\nAn edit at the end.\n")
+    assert build.master_notebook(name).cells[-1].source.endswith("An edit at the end.")
 
 
 def test_masters_and_scripts_pass_ruff(tmp_path):
@@ -306,11 +323,22 @@ def _cases(notebook: nbformat.NotebookNode, name: str) -> dict[str, list[tuple[b
     return checked(checker.make_key(build.master_notebook(name)), cells)
 
 
+@pytest.fixture(scope="module")
+def reference_cases(dist):
+    """``{question: [(hidden, passed), ...]}`` of an assignment's autograder notebook (its reference solutions) as
+    the checker grades it: once per assignment, not once per mistake (25 mistakes of 4 assignments)."""
+    return functools.cache(lambda name: _cases(_autograder_notebook(dist, name), name))
+
+
+def _autograder_notebook(dist: Path, name: str) -> nbformat.NotebookNode:
+    return nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
+
+
 @pytest.mark.parametrize("mistake", MISTAKES, ids=[f"{m['assignment']}-{m['mistake']}" for m in MISTAKES])
-def test_hidden_tests_catch_a_plausible_mistake(dist, mistake, capsys):
+def test_hidden_tests_catch_a_plausible_mistake(dist, reference_cases, mistake, capsys):
     name = mistake["assignment"]
-    notebook = nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
-    assert all(passed for cases in _cases(notebook, name).values() for _, passed in cases)
+    notebook = _autograder_notebook(dist, name)
+    assert all(passed for cases in reference_cases(name).values() for _, passed in cases)
     for old, new in mistake["patch"]:
         hits = [cell for cell in notebook.cells if cell.cell_type == "code" and old in cell.source]
         assert len(hits) == 1 and hits[0].source.count(old) == 1, f"stale patch: {old!r}"

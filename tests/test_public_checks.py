@@ -44,10 +44,10 @@ def variant_cells(name: str, patches: list | None) -> list[str]:
     return master_cells
 
 
-def public_failures(name: str, cells: list[str]) -> tuple[dict[str, str], dict]:
+def public_failures(key: dict, cells: list[str]) -> tuple[dict[str, str], dict]:
     """``({question: message}, namespace)``: the message of the first public case that the grader's checker fails,
     per question, and the namespace the cells left (the jail's part is played in this process)."""
-    key, jail = checker.make_key(build.master_notebook(name)), InProcess()
+    jail = InProcess()
     _scores, feedback, error = checker.grade(key, cells, jail)
     assert error == ""
     failures: dict[str, str] = {}
@@ -80,12 +80,13 @@ def test_a_failing_public_check_prints_its_message_and_the_students_value(
 ):
     monkeypatch.chdir(tmp_path)  # otter writes its .OTTER_LOG into the working folder
     master = build.master_notebook(name)
-    for file, text in build.public_test_files(checker.make_key(master)).items():
+    key = checker.make_key(master)
+    for file, text in build.public_test_files(key).items():
         (tmp_path / file).write_text(text)
     cells = variant_cells(name, patches)
-    failures, env = public_failures(name, cells)
+    failures, env = public_failures(key, cells)
     _solutions, hidden = leaks.master_secrets(master)
-    for question in [q["name"] for q in checker.make_key(master)["questions"]]:
+    for question in [q["name"] for q in key["questions"]]:
         shown = repr(otter.Notebook(tests_dir=str(tmp_path)).check(question, env))
         lines = shown.strip().splitlines()
         if question not in failures:
