@@ -29,9 +29,9 @@ LAB_TAB = {"width": 1400, "height": 1000}
 
 
 @pytest.fixture(scope="module")
-def lab_tab(browser):
+def lab_tab(browser, lab_cache):
     """One tab for the lab's tests, as a reader keeps one: the page's scripts stay cached between its loads."""
-    with tab(browser, LAB_TAB["width"], LAB_TAB["height"]) as page:
+    with tab(browser, LAB_TAB["width"], LAB_TAB["height"], context=lab_cache) as page:
         yield page, page.context
 
 
