@@ -107,7 +107,7 @@ def measure(path: str, options: list[str]) -> dict:
             with contextlib.suppress(psutil.Error):  # it ended meanwhile: its last value stands
                 times = process.cpu_times()
                 key = process.pid, process.create_time()
-                seen[key] = (seen[key][0] if key in seen else kind(process), times.user + times.system)
+                seen[key] = (kind(process), times.user + times.system)  # a forked renderer changes its name
         time.sleep(SAMPLE_S)
     left = reap()
     kinds = Counter()
