@@ -45,16 +45,19 @@ class LoggingHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def tab(browser, width: int, height: int) -> Iterator:
-    """A new tab of ``browser`` (a context of its own) with a window of ``width`` x ``height`` px and the site
-    tests' timeout; closed afterwards."""
-    context = browser.new_context(viewport={"width": width, "height": height})
+def tab(browser, width: int, height: int, *, context=None) -> Iterator:
+    """A new tab with a window of ``width`` x ``height`` px and the site tests' timeout, closed afterwards: in a
+    context of its own of ``browser`` or, if given, in ``context`` (whose cache it then shares)."""
+    own = context is None
+    if own:
+        context = browser.new_context(viewport={"width": width, "height": height})
     page = context.new_page()
+    page.set_viewport_size({"width": width, "height": height})
     page.set_default_timeout(TIMEOUT_MS)
     try:
         yield page
     finally:
-        context.close()
+        (context if own else page).close()
 
 
 def served_errors() -> list[str]:

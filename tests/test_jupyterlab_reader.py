@@ -31,7 +31,6 @@ from test_lab_browser import (
     SHOWN,
     api,
     jupyterlab_server,
-    open_notebook,
     run_all_cells,
     start_session,
     wait_for_kernel,
@@ -68,13 +67,34 @@ def clone(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def reader_lab(clone, tmp_path_factory):
-    """JupyterLab started like ``make lab`` (its config file) on the clone; yields base URL and token.
-    Its workspaces (open tabs) are its own, not the checkout's ``_build/jupyterlab-workspaces``: a run never reopens
-    the tabs of an earlier one, or of the developer's own ``make lab``."""
+    """JupyterLab started like ``make lab`` (its config file) on the clone, for a reader with no settings of their
+    own (the project's overrides.json applies); yields base URL and token. Its workspaces (open tabs) are its own,
+    not the checkout's ``_build/jupyterlab-workspaces``: a run never reopens the tabs of an earlier one, or of the
+    developer's own ``make lab``."""
     home = tmp_path_factory.mktemp("jupyterlab-reader")
     options = (f"--config={LAB_CONFIG}", f"--LabApp.workspaces_dir={home / 'workspaces'}")
-    with jupyterlab_server(home, clone, options) as server:
+    with jupyterlab_server(home, clone, options, settings={}) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def reader_tab(browser):
+    """One browser tab for the file's browser tests, as a reader keeps JupyterLab open: the app is loaded once
+    (:func:`app_in`), and each test opens its notebooks in it and closes them."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def app_in(page, base: str, token: str) -> None:
+    """JupyterLab in ``page`` with no notebook and no dialog open: as the test before left it or, for the first
+    test (or after one that failed midway), loaded in an empty workspace (``?reset``)."""
+    if page.url.startswith(f"{base}/lab") and page.locator(".jp-NotebookPanel, .jp-Dialog").count() == 0:
+        return
+    page.goto(f"{base}/lab?token={token}&reset", timeout=SERVER_START_S * 1000)
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").first.wait_for(timeout=SERVER_START_S * 1000)
 
 
 @pytest.mark.parametrize("stem", NOTEBOOKS)
@@ -246,16 +266,30 @@ def close_notebook(page) -> None:
     raise AssertionError("JupyterLab kept asking what to keep")
 
 
-def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
+def listen(page, on_console, on_error) -> None:
+    page.on("console", on_console)
+    page.on("pageerror", on_error)
+
+
+def stop_listening(page, on_console, on_error) -> None:
+    page.remove_listener("console", on_console)
+    page.remove_listener("pageerror", on_error)
+
+
+def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, reader_tab):
     base, token = reader_lab
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = reader_tab
     errors: list[str] = []
-    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
+    listeners = (
+        lambda message: errors.append(message.text) if message.type == "error" else None,
+        lambda error: errors.append(f"uncaught: {error}"),
+    )
+    listen(page, *listeners)
     name = f"notebooks/{READ}.md"
     try:
-        open_notebook(page, base, token, name, reset=True)
+        app_in(page, base, token)
+        start_session(base, token, name)
+        open_in_app(page, base, token, name)
         page.wait_for_selector(".jp-MarkdownCell details", timeout=SERVER_START_S * 1000)
         rendered = page.evaluate(ANSWERS)
         wait_for_links(page, READ)
@@ -298,7 +332,7 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, browser):
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-failure.png")
         raise
     finally:
-        context.close()
+        stop_listening(page, *listeners)
 
     assert rendered["answers"] >= 4, f"the Try-it answers are not folded <details>: {rendered}"
     assert rendered["open"] == 0, "an answer is open before the reader opens it"
@@ -327,15 +361,15 @@ CODE_DONE = f"""() => [...document.querySelectorAll('{SHOWN} .jp-CodeCell .jp-In
 IDLE = "() => new Promise((resolve) => requestIdleCallback(resolve, {timeout: 60000}))"
 
 
-def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browser):
+def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, reader_tab):
     """Run All in every notebook, as a reader's JupyterLab shows it (JupyterLab's own settings under the project's,
-    not the test server's windowing override): the browser's console stays empty. jupyterlab-myst 2.7 draws a
+    and no user settings): the browser's console stays empty. jupyterlab-myst 2.7 draws a
     Markdown cell after JupyterLab 4.6 thinks it drawn, and cells out of view later still: without the project's
     settings, the cell toolbar threw a TypeError in _markdownOverlapsToolbar on 7 or 8 of 13 notebooks, and 06 logged
     "No target for internal reference". What is checked is the notebooks' Markdown, so each code cell is replaced
-    by ``pass`` (its outputs are nbval's, and the test above runs 04's real code), and each notebook after the first
-    is opened with File → Open from Path…, in the app already loaded, on the first one's kernel (a session made for
-    it beforehand: one kernel started, not twelve)."""
+    by ``pass`` (its outputs are nbval's, and the test above runs 04's real code), and each notebook is opened with
+    File → Open from Path…, in the app already loaded, on the first one's kernel (a session made for it beforehand:
+    one kernel started, not thirteen)."""
     base, token = reader_lab
     folder = clone / "run-all"  # beside notebooks/: their links to ../book/ lead to the clone's book
     folder.mkdir()
@@ -345,23 +379,21 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
             if cell.cell_type == "code":
                 cell.source, cell.outputs = "pass", []
         jupytext.write(notebook, folder / f"{stem}.md", fmt="md:myst")
-    user = api(f"{base}/lab/api/settings/{TRACKER}", token)
-    api(f"{base}/lab/api/settings/{TRACKER}", token, "PUT", {"raw": "{}"})
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    assert json.loads(api(f"{base}/lab/api/settings/{TRACKER}", token))["raw"] == "{}", "the reader has settings"
+    page = reader_tab
     errors: dict[str, list[str]] = {}
-    page.on("console", lambda message: message.type == "error" and errors[stem].append(message.text))
-    page.on(
-        "pageerror", lambda error: errors[stem].append(f"uncaught: {error} {(error.stack or '').split(chr(10))[1:2]}")
+    listeners = (
+        lambda message: message.type == "error" and errors[stem].append(message.text),
+        lambda error: errors[stem].append(f"uncaught: {error} {(error.stack or '').split(chr(10))[1:2]}"),
     )
+    listen(page, *listeners)
+    kernel = None
     try:
+        app_in(page, base, token)
         for stem in NOTEBOOKS:
             errors[stem] = []
-            if stem == NOTEBOOKS[0]:  # in a workspace of its own (?reset), not the one the test above left
-                kernel = open_notebook(page, base, token, f"run-all/{stem}.md", reset=True)
-            else:  # the app stays loaded; the notebook runs its `pass` cells in the first one's kernel
-                start_session(base, token, f"run-all/{stem}.md", {"id": kernel})
-                open_in_app(page, base, token, f"run-all/{stem}.md")
+            kernel = start_session(base, token, f"run-all/{stem}.md", kernel and {"id": kernel})
+            open_in_app(page, base, token, f"run-all/{stem}.md")
             page.locator(f"{SHOWN} .jp-Cell").first.click()
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator('.lm-Menu-item[data-command="runmenu:run-all"]:not(.lm-mod-disabled)').click()
@@ -369,7 +401,6 @@ def test_run_all_logs_no_console_error_in_any_notebook(reader_lab, clone, browse
             page.evaluate(IDLE)  # the toolbar has measured the cell Run All left active
             close_notebook(page)
     finally:
-        context.close()
-        api(f"{base}/lab/api/settings/{TRACKER}", token, "PUT", {"raw": json.loads(user)["raw"]})
+        stop_listening(page, *listeners)
         shutil.rmtree(folder)
     assert {stem: found for stem, found in errors.items() if found} == {}, "console errors during Run All"

@@ -21,9 +21,9 @@ LIVE = ".grpo-lab-live"
 
 
 @pytest.fixture(scope="module", name="tab")
-def one_tab(browser):
+def one_tab(browser, lab_cache):
     """One tab for these tests, as a reader keeps one."""
-    with tab(browser, 1280, 1000) as page:
+    with tab(browser, 1280, 1000, context=lab_cache) as page:
         yield page
 
 

@@ -144,21 +144,27 @@ def write_json(path: Path, content: dict) -> None:
     path.write_text(json.dumps(content))
 
 
+# The user settings of the test server (JupyterLab's Settings Editor, by plugin): every cell rendered (no virtual
+# scrolling), so that the lab stays in the DOM.
+RENDER_EVERY_CELL = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
+
+
 @contextlib.contextmanager
-def jupyterlab_server(home: Path, notebooks: Path | None = None, options: tuple[str, ...] = ()):
+def jupyterlab_server(
+    home: Path, notebooks: Path | None = None, options: tuple[str, ...] = (), settings: dict = RENDER_EVERY_CELL
+):
     """A JupyterLab server of our own on ``notebooks`` (default ``home / "notebooks"``; settings under ``home``),
-    started with the extra command-line ``options``; yields its base URL and token, stops it (and its kernels)
-    afterwards. Also used by ``tests/test_jupyterlab_reader.py`` and ``bench/bench_lab_jupyterlab.py``."""
+    started with the extra command-line ``options`` and the user ``settings`` (``{}``: none, as a reader who never
+    opened the Settings Editor); yields its base URL and token, stops it (and its kernels) afterwards. Also used by
+    ``tests/test_jupyterlab_reader.py`` and ``bench/bench_lab_jupyterlab.py``."""
     notebooks = home / "notebooks" if notebooks is None else notebooks
-    # No news pop-up; render every cell (no virtual scrolling) so the lab stays in the DOM.
-    write_json(
+    write_json(  # no news pop-up
         home / "config" / "labconfig" / "page_config.json",
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}},
     )
-    write_json(
-        home / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings",
-        {"windowingMode": "none"},
-    )
+    for plugin, values in settings.items():
+        package, _, name = plugin.partition(":")
+        write_json(home / "settings" / package / f"{name}.jupyterlab-settings", values)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(home / "config"),

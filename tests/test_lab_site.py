@@ -25,11 +25,13 @@ from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.env import ACTION_NAMES
 from grpo_core.lab.spec import KNOBS
 
+LAB_TAB = {"width": 1400, "height": 1000}
+
 
 @pytest.fixture(scope="module")
-def lab_tab(browser):
+def lab_tab(browser, lab_cache):
     """One tab for the lab's tests, as a reader keeps one: the page's scripts stay cached between its loads."""
-    with tab(browser, 1400, 1000) as page:
+    with tab(browser, LAB_TAB["width"], LAB_TAB["height"], context=lab_cache) as page:
         yield page, page.context
 
 
@@ -110,6 +112,15 @@ def test_the_page_says_which_engine_runs_and_how_to_replay_it(lab_page, site):
     log.assert_clean(site)
 
 
+# Every label the live lab's progress bar shows (checked at each frame: the run takes one step a frame) until it
+# shows ``done``; then the labels seen.
+PROGRESS = """(done) => {
+  const label = document.querySelector('.grpo-lab-live .grpo-lab-progress-label').innerText;
+  window.labelsSeen.add(label);
+  return label === done && [...window.labelsSeen];
+}"""
+
+
 def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
     page, log, context = lab_page
     context.set_offline(True)
@@ -161,11 +172,9 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
     assert not lab.locator(".grpo-lab-progress").is_visible()
 
     lab.locator(".grpo-lab-steps input").fill("30")
+    page.evaluate("() => { window.labelsSeen = new Set(); }")
     lab.locator("button.grpo-lab-run").click()
-    seen = set()
-    while (label := lab.locator(".grpo-lab-progress-label").inner_text()) != "30 / 30 steps":
-        seen.add(label)
-        page.wait_for_timeout(5)
+    seen = set(page.wait_for_function(PROGRESS, arg="30 / 30 steps").json_value())
     assert any(label.endswith(" / 30 steps") and label != "30 / 30 steps" for label in seen), seen
     assert card(page, "step") == "30" and "run 30 steps (0 → 30)" in ledger_top(page)
     replay = BanditGRPO(seed=3, config=GRPOConfig(group_size=4, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8))
@@ -216,10 +225,14 @@ LAYOUT = """() => {
 }"""
 
 
-def test_the_lab_page_fits_every_width(browser, site):
-    """Opened at 1920 px, then the window narrowed through every width down to a small phone."""
-    with tab(browser, max(WINDOW_WIDTHS), 900) as page:
-        log = PageLog(page)
+def test_the_lab_page_fits_every_width(lab_tab, site):
+    """Opened at 1920 px (in the lab's tab, its window widened first), then the window narrowed through every width
+    down to a small phone."""
+    page, context = lab_tab
+    context.set_offline(False)
+    page.set_viewport_size({"width": max(WINDOW_WIDTHS), "height": 900})
+    log = PageLog(page)
+    try:
         page.goto(site + LAB_PAGE, wait_until="load")
         page.wait_for_selector(".grpo-lab-live .grpo-lab-ledger li")
         page.wait_for_selector(".cell_output .grpo-lab .grpo-lab-ledger li")
@@ -242,6 +255,9 @@ def test_the_lab_page_fits_every_width(browser, site):
                 SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 live(page).screenshot(path=str(SCREENSHOTS / f"lab-live-{width}.png"))
         log.assert_clean(site)
+    finally:
+        log.detach()
+        page.set_viewport_size(LAB_TAB)
 
 
 # The banner's HTML for the longest texts it can hold (no signal in a group of the largest G, with and without a KL
