@@ -22,6 +22,20 @@ def test_the_homework_and_each_jupyterlab_file_run_in_one_worker():
     assert xdist_scope("tests/test_lab_browser.py::test_lab_in_jupyterlab") == "tests/test_lab_browser.py"
 
 
+def test_the_two_files_of_attacks_run_one_after_the_other_in_one_worker():
+    """The red team's memory test measures shared memory machine-wide: no bomb of test_grading.py may fill a jail's
+    file systems on the other worker meanwhile."""
+    jailed = [
+        "tests/test_grading.py::test_bombs_leave_nothing_behind",
+        "tests/test_grading.py::test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop",
+        "tests/test_grading_redteam.py::test_memory_outside_every_process_is_refused_or_counted[refused]",
+    ]
+    assert len({xdist_scope(test) for test in jailed}) == 1
+    assert xdist_scope("tests/test_grading_clean.py::test_the_jail_needs_no_root") != xdist_scope(jailed[0])
+    order = xdist_order([jailed[2], "tests/test_kl.py::test_k3_unbiased", jailed[0], jailed[1]])
+    assert order[:3] == [jailed[0], jailed[1], jailed[2]]
+
+
 def test_the_tests_of_one_site_page_run_in_one_worker():
     page = "book/api/bandit.html"
     tests = [
