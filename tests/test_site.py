@@ -683,7 +683,7 @@ STYLE_OF = """(e) => {
 #   descendant (boxes in normal flow do not overlap; a negative margin could slide one under a text, and that is
 #   not in the key), so the STYLE_OF of each such box with a background whose rectangle meets the text's is part
 #   of the key (a box that moves onto a text at 390 px changes the key).
-# That is the text's key. The whole site has about 350 keys in each colour scheme (bench/bench_contrast_keys.py), and
+# That is the text's key. The whole site has about 330 keys in each colour scheme (bench/bench_contrast_keys.py), and
 # each run of color-contrast costs axe-core a map of every box of the page (its grid: about 2 s on a page of 10,000
 # elements, whether it then checks one text or all). So a key is decided once per colour scheme in a test process:
 # axe-core's check is wrapped (add_axe), and each text it measures adds its key to the keys decided in the page's
@@ -693,8 +693,8 @@ STYLE_OF = """(e) => {
 # of color-contrast alone runs no axe: so does every pass of most source listings, and the passes at 390 px of most
 # pages. A text left out would get its key's verdict again (a violation is reported once, on the page where its key
 # was decided; bench/bench_contrast_keys.py checks on every page, width and scheme that each key gets one verdict).
-# Only the texts axe-core would take are marked: those of its color-contrast-matches (a form field, or an element with
-# a text node of more than punctuation and emoji), and not those it calls hidden.
+# Only the texts axe-core would take are marked: those of its color-contrast-matches (a form field, or an element whose
+# own text is more than punctuation and emoji), and not those it calls hidden.
 CONTRAST_KEYS = """(known) => {
   const styleOf = __STYLE_OF__;
   const decided = Object.fromEntries(Object.entries(known).map(([scheme, keys]) => [scheme, new Set(keys)]));
