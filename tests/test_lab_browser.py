@@ -286,12 +286,11 @@ def start_session(base: str, token: str, path: str, kernel: dict | None = None) 
     return json.loads(api(f"{base}/api/sessions", token, "POST", body))["kernel"]["id"]
 
 
-def open_notebook(page, base: str, token: str, name: str, *, reset: bool = False) -> str:
+def open_notebook(page, base: str, token: str, name: str) -> str:
     """Open ``name`` in JupyterLab with a python3 kernel already started for it, and wait for the kernel
-    (:func:`wait_for_kernel`); with ``reset``, in an empty workspace (no tabs left open by an earlier visit).
-    Returns the kernel's id."""
+    (:func:`wait_for_kernel`). Returns the kernel's id."""
     kernel = start_session(base, token, name)
-    page.goto(f"{base}/lab/tree/{name}?token={token}{'&reset' if reset else ''}", timeout=SERVER_START_S * 1000)
+    page.goto(f"{base}/lab/tree/{name}?token={token}", timeout=SERVER_START_S * 1000)
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=SERVER_START_S * 1000)
     wait_for_kernel(page, base, token)
     return kernel
