@@ -35,7 +35,7 @@ def timed(action, repeats: int) -> np.ndarray:
 
 def fresh_lab() -> BanditLab:
     lab = BanditLab(seed=0, frame_delay=0)
-    timed(lab.step_button.click, WARMUP)
+    timed(lab.buttons["step"].click, WARMUP)
     lab.reset()
     return lab
 
@@ -43,20 +43,20 @@ def fresh_lab() -> BanditLab:
 def main() -> None:
     rows = []
     lab = fresh_lab()
-    rows.append(("GRPO step click (steps 1–200)", timed(lab.step_button.click, CLICKS)))
+    rows.append(("GRPO step click (steps 1–200)", timed(lab.buttons["step"].click, CLICKS)))
     lab = fresh_lab()
-    rows.append(("Sample group click", timed(lab.sample_button.click, CLICKS)))
+    rows.append(("Sample group click", timed(lab.buttons["sample"].click, CLICKS)))
     lab = fresh_lab()
     rows.append(
-        ("Sample + GRPO step clicks", timed(lambda: (lab.sample_button.click(), lab.step_button.click()), CLICKS))
+        ("Sample + GRPO step clicks", timed(lambda: (lab.buttons["sample"].click(), lab.buttons["step"].click()), CLICKS))
     )
     lab = fresh_lab()
-    rows.append(("Reset click", timed(lab.reset_button.click, CLICKS)))
+    rows.append(("Reset click", timed(lab.buttons["reset"].click, CLICKS)))
     lab = fresh_lab()
-    rows.append(("Sharpen π click", timed(lab.sharpen_button.click, CLICKS)))
+    rows.append(("Sharpen π click", timed(lab.buttons["sharpen"].click, CLICKS)))
     lab = fresh_lab()
     lab.steps.value = CLICKS
-    total = timed(lab.run_button.click, 1)[0]
+    total = timed(lab.buttons["run"].click, 1)[0]
     rows.append((f"Run N steps, per step (N = {CLICKS}, no frame delay)", np.array([total / CLICKS])))
     lab = fresh_lab()
     rows.append(("  engine alone: BanditGRPO.step()", timed(lab.run.step, CLICKS)))

@@ -113,7 +113,7 @@ def test_defaults_are_the_chapters_and_the_views_start_empty(lab):
 
 
 def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
-    lab.sample_button.click()
+    lab.buttons["sample"].click()
     actions = lab.run.pending
     assert actions is not None and actions.size == 8
     rewards = REWARDS[actions]
@@ -134,9 +134,9 @@ def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
 
 
 def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
-    lab.sample_button.click()
+    lab.buttons["sample"].click()
     actions, before = lab.run.pending.copy(), lab.run.probs
-    lab.step_button.click()
+    lab.buttons["step"].click()
     after = lab.run.probs
     assert np.array_equal(lab.run.history[-1].actions, actions)
     assert lab.run.pending is None
@@ -158,7 +158,7 @@ def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
 
 
 def test_grpo_step_without_a_group_samples_one_first(lab):
-    lab.step_button.click()
+    lab.buttons["step"].click()
     assert len(lab.run.history) == 1
     assert lab.run.history[0].actions.size == 8
     assert card(lab, "mean") == f"{REWARDS[lab.run.history[0].actions].mean():.3f}"
@@ -172,7 +172,7 @@ def test_reset_restores_the_start_and_captures_the_reference():
     lab.run_steps(5)
     lab.sharpen("D", 0.9)
     lab.seed.value = "7"
-    lab.reset_button.click()
+    lab.buttons["reset"].click()
     np.testing.assert_allclose(lab.run.probs, start)
     np.testing.assert_allclose(lab.run.ref_probs, start)
     assert lab.run.seed == 7 and lab.run.history == [] and lab.run.pending is None
@@ -219,10 +219,10 @@ def test_a_group_with_different_rewards_carries_signal():
 def test_run_n_steps_with_the_defaults_raises_p_best(seed):
     lab = BanditLab(seed=seed, frame_delay=0)
     lab.steps.value = 30
-    lab.run_button.click()
+    lab.buttons["run"].click()
     assert len(lab.run.history) == 30
     assert lab.view.state["progress"] == [30, 30]
-    assert not lab.run_button.disabled
+    assert not lab.buttons["run"].disabled
     p_best = lab.run.probs[B]
     assert p_best > 0.5 > 0.25
     assert card(lab, "pB") == f"{p_best:.3f}" and card(lab, "step") == "30"
@@ -331,7 +331,7 @@ def test_sharpen_puts_pi_on_one_answer_and_keeps_the_reference(lab):
     top = int(np.argmax(lab.run.probs))
     lab.sharpen_action.value = -1
     lab.sharpen_prob.value = 0.5
-    lab.sharpen_button.click()
+    lab.buttons["sharpen"].click()
     assert lab.run.probs[top] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="action must be one of"):
         lab.sharpen("E")
@@ -339,12 +339,12 @@ def test_sharpen_puts_pi_on_one_answer_and_keeps_the_reference(lab):
 
 def test_the_ledger_lists_actions_most_recent_first_and_stays_bounded():
     lab = BanditLab(seed=0, frame_delay=0, ledger_length=5)
-    lab.sample_button.click()
-    lab.step_button.click()
-    lab.reset_button.click()
+    lab.buttons["sample"].click()
+    lab.buttons["step"].click()
+    lab.buttons["reset"].click()
     assert [entry.split(" ")[0] for entry in lab.ledger[:3]] == ["reset", "step", "sample"]
     for _ in range(10):
-        lab.step_button.click()
+        lab.buttons["step"].click()
     assert len(lab.ledger) == 5
     assert lab.ledger[0].startswith("step 10 ")
     numbers = [number for number, _ in lab.view.state["ledger"]]
@@ -391,10 +391,10 @@ def test_a_click_sends_one_state_message_and_nothing_else(lab, monkeypatch, acti
         ipywidgets.Widget, "send_state", lambda widget, key=None: (sent.append((widget, key)), original(widget, key))
     )
     do = {
-        "sample": lab.sample_button.click,
-        "step": lab.step_button.click,
-        "reset": lab.reset_button.click,
-        "sharpen": lab.sharpen_button.click,
+        "sample": lab.buttons["sample"].click,
+        "step": lab.buttons["step"].click,
+        "reset": lab.buttons["reset"].click,
+        "sharpen": lab.buttons["sharpen"].click,
         "slider": lambda: setattr(lab.beta, "value", 0.1),
         "advantage": lambda: setattr(lab.advantage, "value", "rloo"),
     }
@@ -499,11 +499,11 @@ def test_readout_says_what_the_cards_show(lab):
 def test_stable_css_classes_for_the_browser():
     lab = BanditLab(frame_delay=0)
     classes = {
-        "grpo-lab-sample": lab.sample_button,
-        "grpo-lab-step": lab.step_button,
-        "grpo-lab-reset": lab.reset_button,
-        "grpo-lab-run": lab.run_button,
-        "grpo-lab-sharpen": lab.sharpen_button,
+        "grpo-lab-sample": lab.buttons["sample"],
+        "grpo-lab-step": lab.buttons["step"],
+        "grpo-lab-reset": lab.buttons["reset"],
+        "grpo-lab-run": lab.buttons["run"],
+        "grpo-lab-sharpen": lab.buttons["sharpen"],
         "grpo-lab-views": lab.view,
         "grpo-lab-group-size": lab.group_size,
         "grpo-lab": lab.widget,
@@ -555,11 +555,11 @@ def test_lab_state_of_a_bare_run_has_every_key_the_view_reads():
 def test_the_views_always_show_the_engine(actions):
     lab = BanditLab(seed=5, frame_delay=0, ledger_length=6)
     do = {
-        "sample": lab.sample_button.click,
-        "step": lab.step_button.click,
+        "sample": lab.buttons["sample"].click,
+        "step": lab.buttons["step"].click,
         "run": lambda: lab.run_steps(2),
-        "reset": lab.reset_button.click,
-        "sharpen": lab.sharpen_button.click,
+        "reset": lab.buttons["reset"].click,
+        "sharpen": lab.buttons["sharpen"].click,
         "G": lambda: setattr(lab.group_size, "value", 3 if lab.group_size.value == 8 else 8),
         "beta": lambda: setattr(lab.beta, "value", 0.0 if lab.beta.value else 0.04),
         "advantage": lambda: setattr(lab.advantage, "value", "rloo" if lab.advantage.value == "grpo" else "grpo"),

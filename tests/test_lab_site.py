@@ -14,6 +14,7 @@ what the click changed. Screenshots at 390 and
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -381,6 +382,70 @@ def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page, site)
     assert python.pop("engine").startswith("Python") and in_page.pop("engine").startswith("JavaScript")
     assert_same_state(python, in_page)
     assert len(in_page["ledger"]) == 12 and in_page["steps"] == 8
+    log.assert_clean(site)
+
+
+# What a reader sees of the site lab's header and controls, in order: each heading and text line, each control's
+# label with its value or choices (a toggle's buttons, a select's options), each button's label with its tooltip.
+SITE_CONTROLS = """() => {
+  const lab = document.querySelector('.grpo-lab-live');
+  const seen = [];
+  const walk = (e) => {
+    if (e.matches('.grpo-header-title, .grpo-header-sub, .grpo-section, .grpo-note')) seen.push(e.textContent);
+    else if (e.matches('button')) seen.push(e.title ? `${e.textContent} | ${e.title}` : e.textContent);
+    else if (e.matches('input')) {  // a slider's value as its readout shows it
+      const shown = e.type === 'range' ? e.parentElement.querySelector('output').textContent : e.value;
+      seen.push(`${e.closest('label').querySelector('span').textContent} = ${shown}`);
+    }
+    else if (e.matches('select')) {
+      seen.push(`${e.closest('label').querySelector('span').textContent} = ${e.selectedOptions[0].textContent}`);
+      seen.push([...e.options].map((o) => o.textContent).join(' / '));
+    } else [...e.children].forEach(walk);
+  };
+  [lab.querySelector('.grpo-lab-header'), lab.querySelector('.grpo-lab-controls')].forEach(walk);
+  return seen;
+}"""
+
+
+def widget_controls(lab) -> list[str]:
+    """SITE_CONTROLS of a grpo_core.lab.BanditLab: what its ipywidgets show, in the same order and form."""
+    import ipywidgets as widgets
+
+    seen = []
+
+    def walk(widget):
+        if isinstance(widget, widgets.Box):
+            for child in widget.children:
+                walk(child)
+        elif isinstance(widget, widgets.HTML):
+            seen.extend(re.findall(r"<div[^>]*>(.*?)</div>", widget.value.replace("&amp;", "&")))
+        elif isinstance(widget, widgets.Button):
+            seen.append(f"{widget.description} | {widget.tooltip}" if widget.tooltip else widget.description)
+        elif isinstance(widget, widgets.ToggleButtons):
+            seen.extend(widget._options_labels)
+        elif isinstance(widget, widgets.Dropdown):
+            seen.append(f"{widget.description} = {widget.label}")
+            seen.append(" / ".join(widget._options_labels))
+        elif isinstance(widget, widgets.FloatSlider):
+            seen.append(f"{widget.description} = {widget.value:{widget.readout_format}}")
+        else:
+            seen.append(f"{widget.description} = {widget.value}")
+
+    header, body = lab.widget.children
+    walk(header)
+    walk(body.children[0])  # the controls, beside the views
+    return seen
+
+
+def test_both_labs_show_the_controls_of_the_one_definition(lab_page, site):
+    """The site lab and grpo_core.lab.BanditLab, both built from grpo_core.lab.spec, show the same header, section
+    headings, labels, starting values, choices, buttons and tooltips, and note, in the same order."""
+    from grpo_core.lab import BanditLab
+
+    page, log, _ = lab_page
+    in_page, python = page.evaluate(SITE_CONTROLS), widget_controls(BanditLab(seed=0, frame_delay=0))
+    assert in_page == python
+    assert len(python) == 27 and python[0] == "GRPO bandit lab" and python[-1].startswith("Small G and a sharp π")
     log.assert_clean(site)
 
 

@@ -1,7 +1,9 @@
 """The one definition of the §11 lab's controls and views, as data both labs read.
 
-:data:`KNOBS` (the sliders and the advantage toggle: name, label, range, step, default), :data:`CARDS` and
-:data:`PANELS` (the numbers and learning curves the views draw) and :data:`LIMITS` are written here once.
+:data:`KNOBS` (the sliders and the advantage toggle: name, label, range, step, default), :data:`ACTIONS` (the
+buttons), the lab's title (:data:`TITLE`, :func:`subtitle`), the other controls' labels and the note
+(:data:`WORDS`), :data:`CARDS` and :data:`PANELS` (the numbers and learning curves the views draw) and
+:data:`LIMITS` are written here once.
 :class:`grpo_core.lab.BanditLab` builds its ipywidgets from them and hands :func:`spec` to the view widget; the static
 site reads the same dictionary from ``_static/lab-spec.js``, which :func:`setup` (a Sphinx extension listed in
 ``_config.yml``) writes at every build. ``static/lab-site.js`` builds the site's controls from it and
@@ -12,6 +14,7 @@ guards of :mod:`grpo_core.bandit.grpo` that the page's engine (``static/lab-engi
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -85,6 +88,54 @@ KNOBS = (
 #: The knobs by name.
 KNOB = {knob.name: knob for knob in KNOBS}
 
+#: The lab's heading.
+TITLE = "GRPO bandit lab"
+
+
+def subtitle(names, rewards) -> str:
+    """The line under the lab's heading, for a bandit whose answers ``names`` have the rewards ``rewards``."""
+    table = ", ".join(f"{name} {reward:g}" for name, reward in zip(names, rewards, strict=True))
+    return (
+        f"One prompt, {len(names)} answers with rewards {table} (chapter §11) · "
+        "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)"
+    )
+
+
+@dataclass(frozen=True)
+class Action:
+    """A button of the lab: it calls the lab's action ``name`` (its CSS class is ``grpo-lab-<name>``); ``tooltip``
+    says what it does; ``style`` and ``icon`` are the ipywidgets Button's ``button_style`` and ``icon`` (the site
+    styles a button by its class)."""
+
+    name: str
+    label: str
+    tooltip: str
+    style: str
+    icon: str
+
+
+#: The buttons, the four of the section "Actions" and then *Sharpen π*, the last control of "Push π toward greedy".
+ACTIONS = (
+    Action("sample", "Sample group", "draw G actions from π (eq. 1)", "info", "random"),
+    Action("step", "GRPO step", "one GRPO iteration (§7)", "primary", "play"),
+    Action("run", "Run N steps", "N steps, each on a fresh group", "success", "forward"),
+    Action("reset", "Reset", "π back to the start; π_ref ← π", "", "refresh"),
+    Action("sharpen", "Sharpen π", "π(onto) as set; π_ref kept", "warning", "bullseye"),
+)
+
+#: The words of the other controls, the two sections after the knobs' (``sections``), the labels of the N box,
+#: the seed box, the *Sharpen π* target and its probability slider (the target "top" is whichever answer π
+#: prefers), and the note below the controls.
+WORDS = {
+    "sections": ["Actions", "Push π toward greedy"],
+    "steps": "N steps",
+    "seed": "seed (at Reset)",
+    "sharpen_action": "onto",
+    "top_action": "top (argmax π)",
+    "sharpen_prob": "π(onto)",
+    "note": "Small G and a sharp π reproduce the zero-variance failure (§9): most groups then hold one answer only.",
+}
+
 #: The number cards, each (the card's CSS class ``grpo-lab-…``, its key in the ``stats`` of
 #: :func:`grpo_core.lab.state.lab_state`, label, decimals); "best" in a label is the best action's name.
 CARDS = (
@@ -119,14 +170,24 @@ POLICY_CURVES = ("value", "p_best", "kl", "entropy")
 
 #: The bounds of the other controls, the seed (any integer from 0 to 2**64 - 1, as NumPy's ``default_rng``
 #: takes it, sent as a decimal string since a JavaScript number holds integers exactly only up to 2**53), N of
-#: *Run N steps*, the π(onto) slider of *Sharpen π* (its minimum depends on the number of actions) and the ledger.
+#: *Run N steps*, the *Sharpen π* target it starts on (an index of the answers: C, which the chapter's
+#: rewards rank third) and its π(onto) slider (whose minimum, 1/K rounded up, depends on the number K of answers:
+#: :func:`sharpen_minimum`) and the ledger.
 LIMITS = {
     "max_seed": str(2**64 - 1),
     "max_steps_per_run": 500,
     "steps": 30,
+    "sharpen_action": 2,
     "sharpen_prob": {"maximum": 0.99, "step": 0.01, "default": 0.94},
     "ledger_length": 12,
 }
+
+
+def sharpen_minimum(answers: int) -> float:
+    """The smallest π(onto) of the *Sharpen π* slider for ``answers`` answers: 1/K rounded up to the slider's
+    step, a hundredth."""
+    return math.ceil(100 / answers) / 100
+
 
 #: The numeric guards of the bandit's GRPO step that the page's engine applies as Python does, the bound
 #: ``LOG_RATIO_BOUND`` of the clipping module on every log-ratio, beyond which the surrogate and the k3 term
@@ -137,12 +198,16 @@ GUARDS = {"log_ratio_bound": LOG_RATIO_BOUND}
 def spec() -> dict:
     """Everything above as one JSON-able dictionary (what ``GRPOLab.spec`` holds in the page)."""
     return {
+        "title": TITLE,
+        "subtitle": subtitle(ACTION_NAMES, CHAPTER_REWARDS),
         "knobs": [knob.to_json() for knob in KNOBS],
+        "actions": [asdict(action) for action in ACTIONS],
+        "words": WORDS,
         "cards": [list(card) for card in CARDS],
         "panels": list(PANELS),
         "curve_keys": list(CURVE_KEYS),
         "policy_curves": list(POLICY_CURVES),
-        "limits": LIMITS,
+        "limits": {**LIMITS, "sharpen_prob": {**LIMITS["sharpen_prob"], "minimum": sharpen_minimum(len(ACTION_NAMES))}},
         "guards": GUARDS,
         "defaults": asdict(DEFAULTS),
         "names": list(ACTION_NAMES),

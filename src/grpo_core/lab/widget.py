@@ -19,7 +19,6 @@ imported when a lab is built.
 
 from __future__ import annotations
 
-import math
 import re
 import string
 import time
@@ -30,7 +29,20 @@ import numpy as np
 from grpo_core._validate import nonnegative, positive_int, seed_value
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
 from grpo_core.bandit.trainer import Diverged
-from grpo_core.lab.spec import CARDS, CURVE_KEYS, KNOB, KNOBS, LIMITS, POLICY_CURVES, spec
+from grpo_core.lab.spec import (
+    ACTIONS,
+    CARDS,
+    CURVE_KEYS,
+    KNOB,
+    KNOBS,
+    LIMITS,
+    POLICY_CURVES,
+    TITLE,
+    WORDS,
+    sharpen_minimum,
+    spec,
+    subtitle,
+)
 from grpo_core.lab.state import GroupView, Session, lab_state, policy_point
 from grpo_core.lab.view import view_class
 
@@ -165,14 +177,14 @@ class BanditLab:
             self.knobs["advantage"],
         )
         self.seed = _classed(
-            widgets.Text(value=str(self.run.seed), description="seed (at Reset)", style=LABEL_STYLE, layout=wide),
+            widgets.Text(value=str(self.run.seed), description=WORDS["seed"], style=LABEL_STYLE, layout=wide),
             "grpo-lab-seed",
         )
         self.sharpen_action = _classed(
             widgets.Dropdown(
-                options=[("top (argmax π)", TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
-                value=2 if len(self.names) > 2 else TOP_ACTION,
-                description="onto",
+                options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
+                value=LIMITS["sharpen_action"] if len(self.names) > LIMITS["sharpen_action"] else TOP_ACTION,
+                description=WORDS["sharpen_action"],
                 style=LABEL_STYLE,
                 layout=wide,
             ),
@@ -181,10 +193,10 @@ class BanditLab:
         self.sharpen_prob = _classed(
             widgets.FloatSlider(
                 value=SHARPEN["default"],
-                min=math.ceil(100 / len(self.names)) / 100,
+                min=sharpen_minimum(len(self.names)),
                 max=SHARPEN["maximum"],
                 step=SHARPEN["step"],
-                description="π(onto)",
+                description=WORDS["sharpen_prob"],
                 continuous_update=False,
                 readout_format=".2f",
                 style=LABEL_STYLE,
@@ -197,7 +209,7 @@ class BanditLab:
                 value=LIMITS["steps"],
                 min=1,
                 max=LIMITS["max_steps_per_run"],
-                description="N steps",
+                description=WORDS["steps"],
                 style=LABEL_STYLE,
                 layout=wide,
             ),
@@ -205,52 +217,36 @@ class BanditLab:
         )
 
     def _build_buttons(self, widgets) -> None:
-        """The five action buttons, each calling the method of the same name."""
-
-        def button(description, css, action, style="", icon="", tooltip=""):
+        """The buttons of :data:`~grpo_core.lab.spec.ACTIONS`, by name (``buttons``), each calling the lab's method
+        of that name (*Run N steps*: :meth:`run_steps`)."""
+        self.buttons = {}
+        for action in ACTIONS:
+            method = self.run_steps if action.name == "run" else getattr(self, action.name)
             widget = widgets.Button(
-                description=description,
-                button_style=style,
-                icon=icon,
-                tooltip=tooltip,
+                description=action.label,
+                button_style=action.style,
+                icon=action.icon,
+                tooltip=action.tooltip,
                 layout=widgets.Layout(width="145px"),
             )
-            widget.on_click(lambda _: action())
-            return _classed(widget, css)
-
-        self.sample_button = button(
-            "Sample group", "grpo-lab-sample", self.sample, "info", "random", "draw G actions from π (eq. 1)"
-        )
-        self.step_button = button("GRPO step", "grpo-lab-step", self.step, "primary", "play", "one GRPO iteration (§7)")
-        self.run_button = button(
-            "Run N steps", "grpo-lab-run", self.run_steps, "success", "forward", "N steps, each on a fresh group"
-        )
-        self.reset_button = button(
-            "Reset", "grpo-lab-reset", self.reset, "", "refresh", "π back to the start; π_ref ← π"
-        )
-        self.sharpen_button = button(
-            "Sharpen π", "grpo-lab-sharpen", self.sharpen, "warning", "bullseye", "π(onto) as set; π_ref kept"
-        )
+            widget.on_click(lambda _, method=method: method())
+            self.buttons[action.name] = _classed(widget, f"grpo-lab-{action.name}")
 
     def _layout(self, widgets):
         """Header above; controls in sections beside (or, on a narrow lab, above) the views."""
         # the lab's title and its parts' titles are headings (WCAG 1.3.1), below a notebook's or a page's h2
         titled = '<div class="grpo-section" role="heading" aria-level="4">{}</div>'
         section = lambda title: widgets.HTML(titled.format(title))  # noqa: E731
-        rewards = ", ".join(f"{name} {r:g}" for name, r in zip(self.names, self.run.reward_table, strict=True))
         header = _classed(
             widgets.HTML(
-                '<div class="grpo-header-title" role="heading" aria-level="3">GRPO bandit lab</div>'
-                '<div class="grpo-header-sub">'
-                f"One prompt, {len(self.names)} answers with rewards {rewards} (chapter §11) · "
-                "sample a group → standardise its rewards (eq. 3) → clipped, KL-penalised step (eq. 9)</div>"
+                f'<div class="grpo-header-title" role="heading" aria-level="3">{TITLE}</div>'
+                f'<div class="grpo-header-sub">{subtitle(self.names, self.run.reward_table)}</div>'
             ),
             "grpo-lab-header",
         )
-        note = widgets.HTML(
-            '<div class="grpo-note">Small G and a sharp π reproduce the zero-variance failure (§9): '
-            "most groups then hold one answer only.</div>"
-        )
+        note = widgets.HTML(f'<div class="grpo-note">{WORDS["note"]}</div>')
+        actions, sharpen = WORDS["sections"]
+        buttons = self.buttons
         knobs, heading = [], None
         for knob in KNOBS:
             if knob.section != heading:
@@ -261,15 +257,15 @@ class BanditLab:
             widgets.VBox(
                 [
                     *knobs,
-                    section("Actions"),
-                    widgets.HBox([self.sample_button, self.step_button]),
-                    widgets.HBox([self.run_button, self.reset_button]),
+                    section(actions),
+                    widgets.HBox([buttons["sample"], buttons["step"]]),
+                    widgets.HBox([buttons["run"], buttons["reset"]]),
                     self.steps,
                     self.seed,
-                    section("Push π toward greedy"),
+                    section(sharpen),
                     self.sharpen_action,
                     self.sharpen_prob,
-                    self.sharpen_button,
+                    buttons["sharpen"],
                     note,
                 ]
             ),
@@ -316,7 +312,7 @@ class BanditLab:
         total = self.steps.value
         first, before = len(self.run.history), self.run.probs[self.best]
         self._progress = (0, total)
-        self.run_button.disabled = True
+        self.buttons["run"].disabled = True
         results = []
         try:
             for done in range(1, total + 1):
@@ -329,7 +325,7 @@ class BanditLab:
                 if self.frame_delay and done < total:
                     time.sleep(self.frame_delay)
         finally:
-            self.run_button.disabled = False
+            self.buttons["run"].disabled = False
         done, silent = len(results), sum(result.zero_variance for result in results)
         what = f"run {total} steps" if done == total else f"run stopped after {done} of {total} steps"
         self._log(

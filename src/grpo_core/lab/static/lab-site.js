@@ -20,9 +20,10 @@
   "use strict";
 
   const SPEC = root.GRPOLab.spec;
-  const { names: NAMES, rewards: REWARDS, limits: LIMITS } = SPEC;
+  const { names: NAMES, rewards: REWARDS, limits: LIMITS, words: WORDS } = SPEC;
   const KNOB = Object.fromEntries(SPEC.knobs.map((knob) => [knob.name, knob]));
   const TOP_ACTION = -1;
+  const RUN_LABEL = SPEC.actions.find(({ name }) => name === "run").label; // "Stop" while it runs
   const ENGINE =
     "JavaScript engine: grpo_core's bandit step and NumPy's default_rng, ported, running in this page";
 
@@ -85,10 +86,8 @@
       };
       const header = html("div", { class: "grpo-lab-header" });
       header.innerHTML =
-        '<div class="grpo-header-title" role="heading" aria-level="3">GRPO bandit lab</div>' +
-        '<div class="grpo-header-sub">One prompt, 4 answers ' +
-        "with rewards A 0.2, B 0.9, C 0.4, D 0.1 (chapter §11) · sample a group → standardise its rewards (eq. 3) " +
-        "→ clipped, KL-penalised step (eq. 9)</div>";
+        `<div class="grpo-header-title" role="heading" aria-level="3">${SPEC.title}</div>` +
+        `<div class="grpo-header-sub">${SPEC.subtitle}</div>`;
       const body = html("div", { class: "grpo-lab-body" });
       const controls = html("div", { class: "grpo-lab-controls" });
       const views = html("div");
@@ -110,10 +109,15 @@
         this.controls[knob.name] = input;
       };
       const button = (text, css, action, title) => {
-        const el = html("button", { type: "button", class: css, title }, text);
+        const el = html("button", { type: "button", class: css, ...(title ? { title } : {}) }, text);
         el.addEventListener("click", action);
         return el;
       };
+      // the buttons of grpo_core.lab.spec.ACTIONS, each calling the lab's method of its name (Run N steps: toggleRun)
+      const act = (name) => (name === "run" ? () => this.toggleRun() : () => this.click(() => this[name]()));
+      this.buttons = Object.fromEntries(
+        SPEC.actions.map(({ name, label, tooltip }) => [name, button(label, `grpo-lab-${name}`, act(name), tooltip)]),
+      );
       const field = (name, label, value, attrs) => {
         const row = html("label", { class: `grpo-control grpo-wide grpo-lab-${name}` });
         const input = html("input", { ...attrs, value: String(value) });
@@ -124,7 +128,7 @@
       const toggle = (knob, value) => {
         const group = html("div", { class: `grpo-toggle grpo-lab-${knob.name}`, role: "group", "aria-label": knob.label });
         this.toggles = knob.options.map(([label, option]) => {
-          const el = button(label, "", () => this.configure(knob.name, option), `${label} advantages`);
+          const el = button(label, "", () => this.configure(knob.name, option));
           el.dataset.value = option;
           group.append(el);
           return el;
@@ -137,49 +141,37 @@
         if (knob.section !== heading) section((heading = knob.section));
         (knob.options ? toggle : slider)(knob, this.run.config[knob.name]);
       }
-      section("Actions");
+      const [actionsTitle, sharpenTitle] = WORDS.sections;
+      section(actionsTitle);
       const actions = html("div", { class: "grpo-buttons" });
-      this.buttons = {
-        sample: button("Sample group", "grpo-lab-sample", () => this.click(() => this.sample()), "draw G actions from π (eq. 1)"),
-        step: button("GRPO step", "grpo-lab-step", () => this.click(() => this.step()), "one GRPO iteration (§7)"),
-        run: button("Run N steps", "grpo-lab-run", () => this.toggleRun(), "N steps, each on a fresh group"),
-        reset: button("Reset", "grpo-lab-reset", () => this.click(() => this.reset()), "π back to the start; π_ref ← π"),
-      };
-      actions.append(...Object.values(this.buttons));
+      const { sharpen: sharpenButton, ...actionButtons } = this.buttons;
+      actions.append(...Object.values(actionButtons));
       controls.append(actions);
-      field("steps", "N steps", LIMITS.steps, { type: "number", min: 1, max: LIMITS.max_steps_per_run, step: 1 });
+      field("steps", WORDS.steps, LIMITS.steps, { type: "number", min: 1, max: LIMITS.max_steps_per_run, step: 1 });
       // text, not number: a number box rounds a seed above 2**53 to a double
-      field("seed", "seed (at Reset)", this.run.seed, { type: "text", inputmode: "numeric", spellcheck: "false" });
-      section("Push π toward greedy");
+      field("seed", WORDS.seed, this.run.seed, { type: "text", inputmode: "numeric", spellcheck: "false" });
+      section(sharpenTitle);
       const onto = html("label", { class: "grpo-control grpo-wide grpo-lab-sharpen-action" });
-      const select = html("select", { "aria-label": "sharpen onto" });
-      select.append(html("option", { value: String(TOP_ACTION) }, "top (argmax π)"));
+      const select = html("select", { "aria-label": `sharpen ${WORDS.sharpen_action}` });
+      select.append(html("option", { value: String(TOP_ACTION) }, WORDS.top_action));
       NAMES.forEach((name, k) => select.append(html("option", { value: String(k) }, name)));
-      select.value = "2";
-      onto.append(html("span", {}, "onto"), select);
+      select.value = String(LIMITS.sharpen_action < NAMES.length ? LIMITS.sharpen_action : TOP_ACTION);
+      onto.append(html("span", {}, WORDS.sharpen_action), select);
       controls.append(onto);
       this.controls.sharpen_action = select;
       const probRow = html("label", { class: "grpo-control grpo-lab-sharpen-prob" });
       const sharp = LIMITS.sharpen_prob;
-      const lowest = Math.ceil(100 / NAMES.length) / 100;
-      const prob = html("input", { type: "range", min: lowest, max: sharp.maximum, step: sharp.step, value: String(sharp.default), "aria-label": "π(onto)" });
+      const prob = html("input", { type: "range", min: sharp.minimum, max: sharp.maximum, step: sharp.step, value: String(sharp.default), "aria-label": WORDS.sharpen_prob });
       const probOut = html("output", { "aria-hidden": "true" });
       readout(prob, probOut, 2);
       prob.addEventListener("input", () => readout(prob, probOut, 2));
-      probRow.append(html("span", {}, "π(onto)"), prob, probOut);
+      probRow.append(html("span", {}, WORDS.sharpen_prob), prob, probOut);
       controls.append(probRow);
       this.controls.sharpen_prob = prob;
       const sharpen = html("div", { class: "grpo-buttons" });
-      this.buttons.sharpen = button("Sharpen π", "grpo-lab-sharpen", () => this.click(() => this.sharpen()), "π(onto) as set; π_ref kept");
-      sharpen.append(this.buttons.sharpen);
+      sharpen.append(sharpenButton);
       controls.append(sharpen);
-      controls.append(
-        html(
-          "div",
-          { class: "grpo-note" },
-          "Small G and a sharp π reproduce the zero-variance failure (§9): most groups then hold one answer only.",
-        ),
-      );
+      controls.append(html("div", { class: "grpo-note" }, WORDS.note));
       this.view = root.GRPOLab.view.mount(views, SPEC);
     }
 
@@ -292,7 +284,7 @@
     finishRun(run, stopped) {
       this.running = null;
       root.cancelAnimationFrame(run.frame);
-      this.buttons.run.textContent = "Run N steps";
+      this.buttons.run.textContent = RUN_LABEL;
       const what = stopped ? `run stopped after ${run.done} of ${run.total} steps` : `run ${run.total} steps`;
       this.log(
         `${what} (${run.first} → ${this.run.history.length}) · P(${NAMES[this.best]}) ${f3(run.before)} → ` +
