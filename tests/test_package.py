@@ -19,6 +19,20 @@ def test_import_does_not_load_torch_or_widgets():
     assert out.split() == ["False", "False"]
 
 
+def test_numpy_input_works_while_another_thread_is_importing_torch(monkeypatch):
+    """While a thread imports torch, ``sys.modules["torch"]`` is a module without its ``Tensor`` yet. Another thread's
+    NumPy call must not read it as torch: the grader, checking two submissions in two threads, lost hidden points
+    to ``AttributeError: partially initialized module 'torch' has no attribute 'Tensor'``."""
+    import types
+
+    import numpy as np
+
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    rewards = np.array([[1.0, 0.0, 0.0, 1.0]])
+    assert np.allclose(grpo_core.group_advantages(rewards), [[1, -1, -1, 1]], atol=1e-6)
+    assert grpo_core.clipped_surrogate(np.array([1.5]), np.array([1.0])).tolist() == [1.2]
+
+
 def documented_equations() -> dict[int, list[str]]:
     found: dict[int, list[str]] = {}
     functions = [getattr(grpo_core, name) for name in grpo_core.__all__] + [token_loss.grpo_token_loss]

@@ -26,9 +26,12 @@ import numpy as np
 
 
 def is_torch(x) -> bool:
-    """True for a ``torch.Tensor`` (checked without importing torch: it is imported only when a tensor is passed)."""
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(x, torch.Tensor)
+    """True for a ``torch.Tensor`` (checked without importing torch: it is imported only when a tensor is passed).
+
+    While another thread imports torch, the module is in ``sys.modules`` before it has a ``Tensor``; no tensor
+    exists yet, so ``x`` is none (the grader checks two submissions at once, in two threads)."""
+    tensor = getattr(sys.modules.get("torch"), "Tensor", None)
+    return tensor is not None and isinstance(x, tensor)
 
 
 def namespace(x):
