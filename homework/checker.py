@@ -220,6 +220,22 @@ def _shown(value: object) -> str:
     return text if len(text) <= FEEDBACK_CHARS else text[: FEEDBACK_CHARS - 3] + "..."
 
 
+#: Said, after what a failing case says, when a cell raised ModuleNotFoundError for grpo_core.
+WITHOUT_GRPO_CORE = "grading runs without grpo_core, the companion's package: write the code the question asks for"
+
+
+def cells_raised(reply: dict) -> str:
+    """What a failing case's feedback adds when cells of the notebook raised while the grader ran them: the first
+    three errors (the runner's ``cells_raised``, the student's own messages, from before any test ran). A name
+    that such a cell should have defined is then missing, and the check says only that it is not there."""
+    raised = reply.get("cells_raised")
+    if not isinstance(raised, list) or not raised:
+        return ""
+    shown = [str(error)[:150] for error in raised[:3]] + (["..."] if len(raised) > 3 else [])
+    hint = any("No module named 'grpo_core'" in error for error in shown)
+    return f" [when the grader ran your notebook: {'; '.join(shown)}{'; ' + WITHOUT_GRPO_CORE if hint else ''}]"
+
+
 def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, str, str]:
     """``(passed, feedback, reason)`` of one test case run on the student's values: ``feedback`` is the test's
     message and the student's values (shown for public cases only), ``reason`` the kind of failure, which names
@@ -256,6 +272,7 @@ def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], li
         base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
         reply = jail.ask({"cells": cells, "names": names})
         seen: list = []
+        raised = cells_raised(reply)
         values = student_values(reply.get("values") if isinstance(reply.get("values"), dict) else {}, names, jail, seen)
         cases = [(q, number, case) for q in key["questions"] for number, case in enumerate(q["cases"])]
         for question, number, case in sorted(cases, key=lambda item: item[2]["hidden"]):
@@ -263,7 +280,7 @@ def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], li
             scores[question["name"]] += question["points"] * passed
             entry = {"question": question["name"], "case": number + 1, "hidden": case["hidden"], "passed": passed}
             if not passed:
-                entry |= {"reason": reason} if case["hidden"] else {"message": message}
+                entry |= {"reason": reason + raised} if case["hidden"] else {"message": message + raised}
             feedback.append(entry)
     except (JailError, GraderError) as error:
         return {}, [], str(error)

@@ -5,7 +5,7 @@
 It holds no test, no reference value and no grader channel. The first request is
 ``{"cells": [...], "names": [...]}``: it runs every code cell (an error ends the
 cell, not the run), then answers with the value of each name the tests need, as
-data (:func:`encode`). Every further request, ``{"call": NAME, "args": [...],
+data (:func:`encode`), and what each cell that raised raised. Every further request, ``{"call": NAME, "args": [...],
 "kwargs": {...}}``, calls the student's function ``NAME`` on inputs that the
 trusted checker chose, and answers with the result as data. Whatever the
 student's code does to this process, it can change only its own answers.
@@ -19,7 +19,6 @@ anything a submission defined, so the trusted side may use it on any answer.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -30,6 +29,7 @@ import types
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
 MAX_ITEMS = 1_000_000  # elements of one array
 MAX_DEPTH = 20
+MAX_RAISED = 20  # cells whose errors the first reply reports
 
 
 def encode(value: object, depth: int = 0) -> object:
@@ -149,16 +149,38 @@ class _Quiet:
         return _Quiet
 
 
-def run_cells(cells: list[str]) -> dict:
-    """The notebook's namespace after running ``cells`` in order (a cell that raises just ends)."""
+def described(error: BaseException) -> str:
+    """``"TypeError: its message"`` (500 characters at most), or the type's name alone if the message cannot be
+    had (a student's exception may raise in ``__str__``)."""
+    try:
+        return f"{type(error).__name__}: {error}"[:500]
+    except BaseException:
+        return type(error).__name__
+
+
+def run_cells(cells: list[str]) -> tuple[dict, list[str]]:
+    """The notebook's namespace after running ``cells`` in order (a cell that raises just ends), and what each
+    cell that raised raised, named by its first line ("the cell `import grpo_core`: ModuleNotFoundError: ...")."""
     otter = types.ModuleType("otter")
     otter.Notebook = _Quiet
     sys.modules["otter"] = otter
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    for number, source in enumerate(cells):
-        with contextlib.suppress(BaseException):
+    raised = []
+    for number, source in enumerate(cells, start=1):
+        try:
             exec(compile(_without_magics(source), f"<cell {number}>", "exec"), namespace)
-    return namespace
+        except BaseException as error:  # the student's error, reported as data
+            first = next((line.strip() for line in source.splitlines() if line.strip()), "")
+            raised.append(f"the cell `{first[:60]}`: {described(error)}")
+    return namespace, raised[:MAX_RAISED]
+
+
+def first_reply(request: dict) -> tuple[dict, dict]:
+    """Run the cells of the first request; the namespace they leave, and the reply: the value of each name asked
+    for, as data, and what the cells that raised raised."""
+    namespace, raised = run_cells(request["cells"])
+    values = {name: encode(namespace[name]) for name in request["names"] if name in namespace}
+    return namespace, {"values": values, "cells_raised": raised}
 
 
 def answer(request: dict, namespace: dict) -> dict:
@@ -169,16 +191,15 @@ def answer(request: dict, namespace: dict) -> dict:
         kwargs = {key: decode(item) for key, item in request["kwargs"].items()}
         return {"value": encode(function(*args, **kwargs))}
     except BaseException as error:
-        return {"raised": f"{type(error).__name__}: {error}"[:500]}
+        return {"raised": described(error)}
 
 
 def main() -> int:
     replies = os.fdopen(int(sys.argv[1]), "w")
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - what the notebook prints goes nowhere
     first = json.loads(sys.stdin.readline())
-    namespace = run_cells(first["cells"])
-    values = {name: encode(namespace[name]) for name in first["names"] if name in namespace}
-    replies.write(json.dumps({"values": values}) + "\n")
+    namespace, reply = first_reply(first)
+    replies.write(json.dumps(reply) + "\n")
     replies.flush()
     for line in sys.stdin:
         replies.write(json.dumps(answer(json.loads(line), namespace)) + "\n")

@@ -168,13 +168,12 @@ class InProcess:
             with self.lock:
                 otter = sys.modules.get("otter")
                 try:
-                    self.namespace = runner.run_cells(request["cells"])
+                    self.namespace, reply = runner.first_reply(request)
                 finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
                     sys.modules.pop("otter")
                     if otter is not None:
                         sys.modules["otter"] = otter
-            values = {name: runner.encode(self.namespace[name]) for name in request["names"] if name in self.namespace}
-            return json.loads(json.dumps({"values": values}))
+            return json.loads(json.dumps(reply))
         return json.loads(json.dumps(runner.answer(request, self.namespace)))
 
 

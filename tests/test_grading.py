@@ -174,6 +174,8 @@ def group_advantages(rewards, eps=1e-8):
 
 mean_R = _everything()
 """
+# A student who answers with the companion's own function (installed where they work, not where grading runs).
+IMPORTS_GRPO_CORE = "from grpo_core.advantages import group_advantages"
 KEY_TEXT = ("0.973329", "_t_ref", "HIDDEN", "0.308221")  # in hw1's hidden tests and the key only
 FORMULA_NAME = "=HYPERLINK(1)+2.ipynb"
 LONG_NAME = "a" * 240 + ".ipynb"
@@ -212,6 +214,7 @@ def _submission_folder(dist: Path, folder: Path) -> None:
     attacks |= {"patches-numpy": PATCH_NUMPY, "fooling-objects": FOOLING, "exfiltrates": EXFILTRATE}
     for attack, source in attacks.items():
         write(with_cell(untouched, source), hostile / f"{attack}.ipynb")  # last: after the answer cells
+    write(with_cell(untouched, IMPORTS_GRPO_CORE), folder / "imports-grpo-core.ipynb")
     write(with_cell(wrong_submission(dist, DDOF1), FAKE_KEY, at=numpy_cell + 1), hostile / "fake-key.ipynb")
     write(with_cell(solved, "import os, signal\nos.kill(os.getppid(), 9)\nos.kill(-1, 9)"), hostile / "kills.ipynb")
     with zipfile.ZipFile(hostile / "shadows-grpo-core.zip", "w") as archive:
@@ -337,8 +340,25 @@ def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades
     (untouched,) = [record for record in records if record["file"] == "untouched/hw1-advantages/any-name.ipynb"]
     assert untouched["tests"][0]["message"] == (
         "one group of 4 rewards must give 4 advantages, yours has shape () (your values: group_advantages(...) = None; "
-        "group_advantages(...) = None)"
+        "group_advantages(...) = None) [when the grader ran your notebook: the cell `mean_R = ...`: TypeError: "
+        "unsupported format string passed to ellipsis.__format__]"
     )
+
+
+def test_feedback_says_what_the_notebooks_cells_raised(graded, grades):
+    """A cell that raised while the grader ran the notebook is named in the feedback of every failing case, with
+    its error; an import of grpo_core gets the reason it fails (a check alone would say only that q1's function
+    returned None)."""
+    texts = [path.read_text() for path in (graded[0] / "feedback" / "hw1-advantages").iterdir()]
+    (record,) = [json.loads(text) for text in texts if '"imports-grpo-core.ipynb"' in text]
+    failed = [entry.get("message", entry.get("reason")) for entry in record["tests"] if not entry["passed"]]
+    note = f"the cell `{IMPORTS_GRPO_CORE}`: ModuleNotFoundError: No module named 'grpo_core'"
+    assert failed and all(note in text for text in failed)
+    assert all(text.endswith(f"{checker.WITHOUT_GRPO_CORE}]") for text in failed)
+    assert float(grades["imports-grpo-core.ipynb"]["total"]) == 0.0
+    (untouched,) = [json.loads(text) for text in texts if '"untouched/hw1-advantages/any-name.ipynb"' in text]
+    messages = [entry.get("message", entry.get("reason", "")) for entry in untouched["tests"]]
+    assert not [text for text in messages if checker.WITHOUT_GRPO_CORE in text]
 
 
 @pytest.mark.parametrize(
