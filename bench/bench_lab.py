@@ -48,7 +48,10 @@ def main() -> None:
     rows.append(("Sample group click", timed(lab.buttons["sample"].click, CLICKS)))
     lab = fresh_lab()
     rows.append(
-        ("Sample + GRPO step clicks", timed(lambda: (lab.buttons["sample"].click(), lab.buttons["step"].click()), CLICKS))
+        (
+            "Sample + GRPO step clicks",
+            timed(lambda: (lab.buttons["sample"].click(), lab.buttons["step"].click()), CLICKS),
+        )
     )
     lab = fresh_lab()
     rows.append(("Reset click", timed(lab.buttons["reset"].click, CLICKS)))
