@@ -7,10 +7,11 @@ tab): at 1400 px, then with its window narrowed through every width of the
 checks (:func:`visit`). A page passes if it logs no console error, requests
 nothing from another host and nothing that is missing (the server's own log
 counts, so the browser's request for an icon is seen too), has all its math
-typeset by MathJax, shows no untypeset notation outside code, and shows every
-image. At 1400 and at 390 px nothing is wider than the text column unless it
-scrolls inside its own box, at 1400 px code cells fit without scrolling, and
-from 360 to 1920 px no page scrolls sideways. Figures keep their smallest text
+typeset by MathJax, shows no untypeset notation outside code, shows every
+image, and has no link whose image says its name again. At 1400 and at 390 px
+nothing is wider than the text column unless it scrolls inside its own box, at
+1400 px code cells fit without scrolling, and from 360 to 1920 px no page
+scrolls sideways. Figures keep their smallest text
 at 9 px or more at the column width. The lab page must render its widget
 snapshot; a search for each key term of the chapter must list the section that
 defines it first. A screenshot of the first screen of each page, at 1400 and at
@@ -119,6 +120,7 @@ class Visit:
     overflow: dict[int, tuple[int, int]] = field(default_factory=dict)
     axe: dict[tuple[str, int], dict] = field(default_factory=dict)
     figures_narrow: tuple[list[dict], list] = ([], [])  # FIGURES and INLINE_SVG_TEXT at NARROW
+    named_twice: list[str] = field(default_factory=list)  # NAMED_TWICE
 
 
 _VISITS: dict[str, Visit] = {}
@@ -147,6 +149,7 @@ def visit(reader, site: str, name: str) -> Visit:
         math, broken = settle(page)
         _screenshot(page, name)
         figures, inline_svg_text = page.evaluate(FIGURES), page.evaluate(INLINE_SVG_TEXT)
+        named_twice = page.evaluate(NAMED_TWICE)
         layout, overflow, tables, axe, narrow = {WIDE: page.evaluate(LAYOUT)}, {}, [], {}, ([], [])
         add_axe(page)
         for width in sorted({*WINDOW_WIDTHS, NARROW}, reverse=True):
@@ -163,7 +166,7 @@ def visit(reader, site: str, name: str) -> Visit:
         requests = (list(log.errors), log.foreign_requests(site), list(log.failures), served_errors())
     finally:
         log.detach()
-    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow, axe, narrow)
+    seen = Visit(*requests, math, broken, figures, inline_svg_text, layout, tables, overflow, axe, narrow, named_twice)
     _VISITS[name] = seen
     return seen
 
@@ -188,6 +191,10 @@ MATH_STATE = """async () => {
 }"""
 
 # Every <img> decoded: (src, naturalWidth) of those that are not.
+# Links whose name a screen reader says twice: an image with alt text inside a link that has text of its own.
+NAMED_TWICE = """() => [...document.querySelectorAll('a')]
+  .filter((a) => a.textContent.trim() && a.querySelector('img:not([alt=""])'))
+  .map((a) => `${a.textContent.trim()}: ${a.querySelector('img:not([alt=""])').alt}`)"""
 BROKEN_IMAGES = """async () => {
   const images = [...document.images];
   images.forEach((img) => { img.loading = 'eager'; });
@@ -252,6 +259,7 @@ def test_page_is_complete_and_self_contained(reader, site, name):
     if name not in NOTATION_FREE:
         assert untypeset_notation(math["prose"]) == {}, "notation left as plain text instead of typeset math"
     assert seen.broken == [], "images that did not load"
+    assert seen.named_twice == [], "links whose image says their name again (link text: the image's alt text)"
 
 
 def test_the_notation_check_finds_untypeset_notation():
@@ -1000,13 +1008,22 @@ def test_axe_finds_what_it_is_meant_to(reader, site):
 PATH_LIKE = re.compile(r"(?:^|/)[\w.-]+\.(?:png|svg|jpe?g|gif|webp)$|^[\w./-]*/[\w./-]*$|^_?build|\bimg\b", re.I)
 
 
+LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+
+
 def alt_problems(html: str) -> list[str]:
     """The <img> elements of ``html`` whose alt text is missing, empty or a path (what a screen reader says instead
-    of describing the figure)."""
+    of describing the figure). An image in a link that has text of its own (a logo beside the site's name) may
+    have an empty alt: the text names the link (WCAG technique H2; that no link says its name twice is checked in
+    the page, where accessibility.js has run: NAMED_TWICE)."""
+    named_links = [link.span() for link in LINK.finditer(html) if re.sub(r"<[^>]+>", "", link.group(1)).strip()]
     problems = []
-    for tag in re.findall(r"<img\b[^>]*>", html):
+    for image in re.finditer(r"<img\b[^>]*>", html):
+        tag = image.group()
         alt = re.search(r'\balt="([^"]*)"', tag)
         text = alt.group(1).strip() if alt else None
+        if text == "" and any(start < image.start() < end for start, end in named_links):
+            continue
         if not text or PATH_LIKE.search(text) or len(text) < 8:
             problems.append(tag[:160])
     return problems
@@ -1053,6 +1070,8 @@ def test_the_alt_text_check_rejects_paths_and_empty_text():
         '<img alt="figure.png" src="x">',
         '<img alt="image" src="x">',
     ]
+    bad += ['<a href="#"><img src="logo.svg"><p>GRPO Companion</p></a>', '<a href="#"><img alt="" src="x.png"></a>']
     assert [len(alt_problems(tag)) for tag in bad] == [1] * len(bad)
     good = '<img alt="Bar chart of the four answers: P(B) rises from 0.25 to 0.91 in 200 steps." src="fig.png">'
     assert alt_problems(good) == []
+    assert alt_problems('<a href="#"><img alt="" src="logo.svg"><p>GRPO Companion</p></a>') == []

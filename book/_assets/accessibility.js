@@ -22,6 +22,9 @@
  * - A figure keeps the size it was drawn at, where its smallest text is 9 px or more (companion.css): on a column
  *   narrower than the figure (a phone) it scrolls sideways inside a box of its own, which then takes keyboard focus
  *   and a name, so that a keyboard user can scroll it too (WCAG 2.1.1; axe "scrollable-region-focusable").
+ * - The launch buttons (Binder, Colab) show a logo beside their name, with the alt text "Binder logo": a screen
+ *   reader said "Binder logo Binder" (sphinx-book-theme 1.1's render_inner_html). Beside the name the logo is
+ *   decorative (WCAG technique H2): its alt text is empty, as the site's own logo's is (_config.yml).
  * Classic script, loaded by every page (html_js_files in _config.yml).
  */
 (function () {
@@ -104,8 +107,15 @@
     });
   }
 
+  function quietButtonLogos() {
+    document.querySelectorAll("a .btn__icon-container img").forEach((img) => {
+      if (img.closest("a").textContent.trim()) img.alt = "";
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     boxFigures();
+    quietButtonLogos();
     nameSidebarToggles();
     nameThemeButtons();
     unmarkEmptyLandmarks();
