@@ -138,8 +138,13 @@ def test_the_snapshot_says_its_controls_do_nothing(tab, site):
 
 def test_the_charts_and_controls_have_names_that_carry_their_numbers(tab, site):
     open_lab(tab, site)
-    take_steps(tab, 1)
     lab = tab.locator(LIVE)
+    curves = lab.locator(".grpo-curve svg")
+    at_start = [curves.nth(i).get_attribute("aria-label") for i in range(curves.count())]
+    assert [label for label in at_start if not re.search(r"over 0 steps: now -?\d\.\d{3}\.$", label)] == [
+        "Learning curve of clip fraction (of the group): no GRPO step yet."
+    ], at_start
+    take_steps(tab, 1)
     probs = tab.evaluate("() => GRPOLab.labs[0].run.probs")
     policy = lab.locator(".grpo-lab-policy svg").get_attribute("aria-label")
     assert all(f"{name} {p:.2f}" in policy for name, p in zip("ABCD", probs, strict=True)), policy

@@ -191,7 +191,10 @@
       const values = c[series[series.length - 1][0]][1];
       const current = values.length ? fmt(values[values.length - 1]) : "—";
       const words = title.map(([text]) => text.replace("best", bestName)).join("");
-      const name = `Learning curve of ${words} over ${state.steps} steps: now ${current}.`;
+      // a curve of the GRPO steps (the clip fraction) has no value before the first: said in words, not "—"
+      const name = values.length
+        ? `Learning curve of ${words} over ${state.steps} steps: now ${current}.`
+        : `Learning curve of ${words}: no GRPO step yet.`;
       const lines = series
         .filter(([key]) => c[key][0].length)
         .map(([key, color, stroke]) => {
