@@ -5,10 +5,11 @@
 It holds no test, no reference value and no grader channel. The first request is
 ``{"cells": [...], "names": [...]}``: it runs every code cell (an error ends the
 cell, not the run), then answers with the value of each name the tests need, as
-data (:func:`encode`), and what each cell that raised raised. Every further request, ``{"call": NAME, "args": [...],
-"kwargs": {...}}``, calls the student's function ``NAME`` on inputs that the
-trusted checker chose, and answers with the result as data. Whatever the
-student's code does to this process, it can change only its own answers.
+data (:func:`encode`), and with what each cell that raised raised. Every further
+request, ``{"call": NAME, "args": [...], "kwargs": {...}}``, calls the student's
+function ``NAME`` on inputs that the trusted checker chose, and answers with the
+result as data. Whatever the student's code does to this process, it can change
+only its own answers.
 
 :func:`encode` and :func:`decode` are the one data format of both sides: JSON
 with ``None``, booleans, numbers and strings as themselves and tagged objects for
