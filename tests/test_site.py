@@ -11,8 +11,8 @@ typeset by MathJax, shows no untypeset notation outside code, shows every
 image, and has no link whose image says its name again. At 1400 and at 390 px
 nothing is wider than the text column unless it scrolls inside its own box, at
 1400 px code cells fit without scrolling, and from 360 to 1920 px no page
-scrolls sideways. Figures keep their smallest text
-at 9 px or more at the column width. The lab page must render its widget
+scrolls sideways. Figures keep their smallest text at 9 px or more at the
+column width. The lab page must render its widget
 snapshot; a search for each key term of the chapter must list the section that
 defines it first. A screenshot of the first screen of each page, at 1400 and at
 390 px, is saved under ``_build/screenshots/site/`` for a human to look at.
@@ -190,11 +190,11 @@ MATH_STATE = """async () => {
   };
 }"""
 
-# Every <img> decoded: (src, naturalWidth) of those that are not.
 # Links whose name a screen reader says twice: an image with alt text inside a link that has text of its own.
 NAMED_TWICE = """() => [...document.querySelectorAll('a')]
   .filter((a) => a.textContent.trim() && a.querySelector('img:not([alt=""])'))
   .map((a) => `${a.textContent.trim()}: ${a.querySelector('img:not([alt=""])').alt}`)"""
+# Every <img> decoded: (src, naturalWidth) of those that are not.
 BROKEN_IMAGES = """async () => {
   const images = [...document.images];
   images.forEach((img) => { img.loading = 'eager'; });

@@ -170,17 +170,25 @@ POLICY_CURVES = ("value", "p_best", "kl", "entropy")
 
 #: The bounds of the other controls, the seed (any integer from 0 to 2**64 - 1, as NumPy's ``default_rng``
 #: takes it, sent as a decimal string since a JavaScript number holds integers exactly only up to 2**53), N of
-#: *Run N steps*, the *Sharpen π* target it starts on (an index of the answers: C, which the chapter's
-#: rewards rank third) and its π(onto) slider (whose minimum, 1/K rounded up, depends on the number K of answers:
-#: :func:`sharpen_minimum`) and the ledger.
+#: *Run N steps*, the π(onto) slider of *Sharpen π* (whose minimum, 1/K rounded up, depends on the number K of
+#: answers: :func:`sharpen_minimum`) and the ledger.
 LIMITS = {
     "max_seed": str(2**64 - 1),
     "max_steps_per_run": 500,
     "steps": 30,
-    "sharpen_action": 2,
     "sharpen_prob": {"maximum": 0.99, "step": 0.01, "default": 0.94},
     "ledger_length": 12,
 }
+
+
+#: The *Sharpen π* target meaning "whichever answer π already prefers" (the others are answers' indices).
+TOP_ACTION = -1
+
+
+def sharpen_start(answers: int) -> int:
+    """The *Sharpen π* target the lab starts on, for ``answers`` answers: C (index 2), which the chapter's rewards
+    rank third, or :data:`TOP_ACTION` if there are fewer answers."""
+    return 2 if answers > 2 else TOP_ACTION
 
 
 def sharpen_minimum(answers: int) -> float:
@@ -207,7 +215,12 @@ def spec() -> dict:
         "panels": list(PANELS),
         "curve_keys": list(CURVE_KEYS),
         "policy_curves": list(POLICY_CURVES),
-        "limits": {**LIMITS, "sharpen_prob": {**LIMITS["sharpen_prob"], "minimum": sharpen_minimum(len(ACTION_NAMES))}},
+        "limits": {
+            **LIMITS,
+            "top_action": TOP_ACTION,
+            "sharpen_action": sharpen_start(len(ACTION_NAMES)),
+            "sharpen_prob": {**LIMITS["sharpen_prob"], "minimum": sharpen_minimum(len(ACTION_NAMES))},
+        },
         "guards": GUARDS,
         "defaults": asdict(DEFAULTS),
         "names": list(ACTION_NAMES),

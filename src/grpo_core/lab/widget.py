@@ -38,8 +38,10 @@ from grpo_core.lab.spec import (
     LIMITS,
     POLICY_CURVES,
     TITLE,
+    TOP_ACTION,
     WORDS,
     sharpen_minimum,
+    sharpen_start,
     spec,
     subtitle,
 )
@@ -49,7 +51,6 @@ from grpo_core.lab.view import view_class
 ADVANTAGE_LABELS = {value: label for label, value in KNOB["advantage"].options}
 BLUE, GREY, GREEN = "#2f6db5", "#9aa4af", "#1a7f37"  # the colours of static/lab-view.js
 SHARPEN = LIMITS["sharpen_prob"]
-TOP_ACTION = -1  # the "Sharpen π" target meaning "whichever action π already prefers"
 
 
 def signed(value: float) -> str:
@@ -183,7 +184,7 @@ class BanditLab:
         self.sharpen_action = _classed(
             widgets.Dropdown(
                 options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
-                value=LIMITS["sharpen_action"] if len(self.names) > LIMITS["sharpen_action"] else TOP_ACTION,
+                value=sharpen_start(len(self.names)),
                 description=WORDS["sharpen_action"],
                 style=LABEL_STYLE,
                 layout=wide,

@@ -22,7 +22,7 @@
   const SPEC = root.GRPOLab.spec;
   const { names: NAMES, rewards: REWARDS, limits: LIMITS, words: WORDS } = SPEC;
   const KNOB = Object.fromEntries(SPEC.knobs.map((knob) => [knob.name, knob]));
-  const TOP_ACTION = -1;
+  const TOP_ACTION = LIMITS.top_action;
   const RUN_LABEL = SPEC.actions.find(({ name }) => name === "run").label; // "Stop" while it runs
   const ENGINE =
     "JavaScript engine: grpo_core's bandit step and NumPy's default_rng, ported, running in this page";
@@ -155,7 +155,7 @@
       const select = html("select", { "aria-label": `sharpen ${WORDS.sharpen_action}` });
       select.append(html("option", { value: String(TOP_ACTION) }, WORDS.top_action));
       NAMES.forEach((name, k) => select.append(html("option", { value: String(k) }, name)));
-      select.value = String(LIMITS.sharpen_action < NAMES.length ? LIMITS.sharpen_action : TOP_ACTION);
+      select.value = String(LIMITS.sharpen_action);
       onto.append(html("span", {}, WORDS.sharpen_action), select);
       controls.append(onto);
       this.controls.sharpen_action = select;
