@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINTED := src tests bench notebooks homework book/_ext
 
-.PHONY: venv book test check lint lab bench notebooks clean
+.PHONY: venv book test check lint lab bench notebooks clean test-diversity
 
 venv: $(STAMP)
 
@@ -49,18 +49,25 @@ check: lint
 # One pytest run on both cores (two workers; tests/conftest.py says in what order they take the work) while the
 # book builds beside it; a test of the built site waits for the build's exit status in $BOOK_STATUS. Coverage is
 # measured in the two workers (pyproject.toml, [tool.coverage.run]). nbval runs the notebooks on an emulated
-# x86-64-v2 CPU (--baseline-cpu: tests/conftest.py, baseline_cpu_env) against the outputs `make notebooks` stored
-# on this machine's own CPU: every notebook must give the same outputs on both (README, "What nbval checks").
+# x86-64-v2 CPU (--cpu-env baseline: tests/conftest.py, baseline_cpu_env) against the outputs `make notebooks`
+# stored on this machine's own CPU: every notebook must give the same outputs on both (README, "What nbval checks").
 test: lint
 	rm -f .coverage .coverage.* _build/book.status
 	mkdir -p _build; \
 	{ $(MAKE) -o $(STAMP) book > _build/book.log 2>&1; echo $$? > _build/book.status.tmp; \
 	  mv _build/book.status.tmp _build/book.status; } & book=$$!; \
-	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) --baseline-cpu tests notebooks; \
+	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) --cpu-env baseline tests notebooks; \
 	tests=$$?; \
 	wait $$book; [ "$$(cat _build/book.status)" = 0 ] || { cat _build/book.log; exit 1; }; exit $$tests
 	$(BIN)/coverage combine -q
 	$(BIN)/coverage report --fail-under=95
+
+# Every notebook under every CPU setting of tests/conftest.py (CPU_SETTINGS: native, the emulated x86-64-v2 CPU,
+# MKL_CBWR=COMPATIBLE, MKL held to AVX2, one and two threads) against the same stored outputs; about 20 minutes of
+# both cores, so not part of `make test` (README, "What nbval checks"). One notebook: make test-diversity NBS=...
+NBS ?=
+test-diversity: $(STAMP)
+	$(BIN)/python bench/bench_diversity.py $(NBS)
 
 # Re-create each notebooks/*.ipynb from its .md and execute it, keeping outputs
 # and widget state for nbval and the book: make notebooks [NB=notebooks/04-*.md]
@@ -74,9 +81,11 @@ notebooks: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --config=jupyterlab/jupyter_lab_config.py
 
-# every benchmark but bench_ci.py, which times .ci/run on a fresh clone (run it by itself, on an idle machine)
+# every benchmark but the three that take both cores for many minutes (run each by itself, on an idle machine):
+# bench_ci.py times .ci/run on a fresh clone; bench_diversity.py is `make test-diversity`
+SLOW_BENCH := bench/bench_ci.py bench/bench_diversity.py
 bench: $(STAMP)
-	for script in $(filter-out bench/bench_ci.py,$(wildcard bench/*.py)); do $(BIN)/python $$script || exit 1; done
+	for script in $(filter-out $(SLOW_BENCH),$(wildcard bench/*.py)); do $(BIN)/python $$script || exit 1; done
 
 # Homework (otter-grader; see book/instructors.md).
 # make homework: student notebook + requirements.txt, reference notebook and self-contained

@@ -124,9 +124,10 @@ def pytest_addoption(parser):
         help="measure grpo_core's coverage in every process that runs tests (pyproject.toml, [tool.coverage])",
     )
     parser.addoption(
-        "--baseline-cpu",
-        action="store_true",
-        help="run the notebooks' kernels (nbval) on an emulated x86-64-v2 CPU (baseline_cpu_env)",
+        "--cpu-env",
+        choices=CPU_SETTINGS,
+        default="native",
+        help="run the notebooks' kernels (nbval) under one of the settings of CPU_SETTINGS (cpu_setting_env)",
     )
 
 
@@ -150,6 +151,29 @@ def baseline_cpu_env() -> dict[str, str]:
         "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
         "ONEDNN_MAX_CPU_ISA": "SSE41",
     }
+
+
+def threads(count: int) -> dict[str, str]:
+    """OpenMP, MKL and OpenBLAS (NumPy's and torch's thread pools) at ``count`` threads: a reduction split over
+    another number of threads adds its terms in another order."""
+    return {name: str(count) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+
+
+# The settings a notebook's stored outputs must hold under (``make test-diversity``; README, "What nbval checks"):
+# each changes the vendor code path or the order of a reduction that NumPy, OpenBLAS, torch, MKL or oneDNN takes.
+CPU_SETTINGS = {
+    "native": dict,
+    "baseline": baseline_cpu_env,  # an x86-64-v2 CPU, emulated
+    "mkl-compatible": lambda: {"MKL_CBWR": "COMPATIBLE"},  # MKL's conditional numerical reproducibility mode
+    "mkl-avx2": lambda: {"MKL_ENABLE_INSTRUCTIONS": "AVX2"},  # MKL's AVX2 kernels, whatever the CPU has
+    "threads-1": lambda: threads(1),
+    "threads-2": lambda: threads(2),
+}
+
+
+def cpu_setting_env(name: str) -> dict[str, str]:
+    """The environment variables of the setting ``name`` of :data:`CPU_SETTINGS`."""
+    return CPU_SETTINGS[name]()
 
 
 def pytest_configure(config):
@@ -192,12 +216,13 @@ class NotebookHooks:
     @staticmethod
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(item):
-        """``--baseline-cpu``: a notebook's kernel, which nbval starts when it sets up the notebook's first cell,
-        inherits :func:`baseline_cpu_env`; the test process itself runs on as it was."""
-        if not (item.config.getoption("baseline_cpu") and item.path.suffix == ".ipynb"):
+        """``--cpu-env NAME``: a notebook's kernel, which nbval starts when it sets up the notebook's first cell,
+        inherits :func:`cpu_setting_env`; the test process itself runs on as it was."""
+        setting = cpu_setting_env(item.config.getoption("cpu_env"))
+        if not (setting and item.path.suffix == ".ipynb"):
             return (yield)
         saved = dict(os.environ)
-        os.environ.update(baseline_cpu_env())
+        os.environ.update(setting)
         try:
             return (yield)
         finally:
