@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINTED := src tests bench notebooks homework book/_ext
 
-.PHONY: venv book test check lint lab bench notebooks clean test-diversity
+.PHONY: venv book test check lint lab bench notebooks clean test-diversity test-arm64
 
 venv: $(STAMP)
 
@@ -19,13 +19,23 @@ venv: $(STAMP)
 # process of `make test` (two test workers, thirty kernels, otter, Sphinx) compiled each module it imported.
 unexport PYTHONDONTWRITEBYTECODE
 
-# pip installs the pinned torch (pip's configuration is what finds a machine's CPU wheel of it; uv reads only its
-# own) and uv; uv installs everything else. A module is compiled to bytecode when it is first imported, not up
-# front: compiling all of site-packages took 30 CPU-s, mostly for modules nothing imports (bench/bench_install.py).
+# pip installs the pinned torch and uv; uv installs everything else (and keeps that torch: the pin is met). A
+# module is compiled to bytecode when it is first imported, not up front: compiling all of site-packages took
+# 30 CPU-s, mostly for modules nothing imports (bench/bench_install.py).
+# torch: on Linux x86-64 its CPU build, torch==2.13.0+cpu (a 184 MB wheel, 724 MB installed, no NVIDIA libraries), which
+# PyTorch's CPU wheel index serves and PyPI does not (PyPI's Linux x86-64 torch is the CUDA build, with several GB of
+# NVIDIA libraries); on macOS and on arm64 the ordinary wheel of requirements.txt. pip also looks where its own
+# configuration says (a machine's wheel folder, its find-links); an index it cannot reach costs it one try of
+# at most 10 s (--timeout 10 --retries 0), after which it takes the wheel from there (bench/bench_install.py).
+TORCH := $(shell grep -E '^torch==' requirements.txt)
+ifeq ($(shell uname -sm),Linux x86_64)
+TORCH := $(TORCH)+cpu --index-url https://download.pytorch.org/whl/cpu --timeout 10 --retries 0
+endif
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python
 $(STAMP): requirements.txt requirements-practice.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-deps --no-compile $$(grep -E '^(torch|uv)==' requirements.txt)
+	$(BIN)/python -m pip install --quiet --no-deps --no-compile $(TORCH)
+	$(BIN)/python -m pip install --quiet --no-deps --no-compile $$(grep -E '^uv==' requirements.txt)
 	$(UV) -r requirements.txt -r requirements-practice.txt
 	$(UV) --no-deps --no-build-isolation -e .
 	touch $@
@@ -69,6 +79,14 @@ NBS ?=
 test-diversity: $(STAMP)
 	$(BIN)/python bench/bench_diversity.py $(NBS)
 
+# The NumPy-only notebooks on arm64 code paths: their kernels run Debian's arm64 Python under qemu-user, with
+# NumPy's aarch64 wheel (NEON/ASIMD, SVE), against the outputs stored here (README, "arm64"). Needs root once,
+# for apt-get install qemu-user debootstrap; the arm64 root (about 570 MB) is kept in ARM64_ROOT.
+ARM64_ROOT ?= _build/arm64-root
+test-arm64: $(STAMP)
+	tests/arm64/make_root.sh $(ARM64_ROOT)
+	$(BIN)/python bench/bench_arm64.py $(ARM64_ROOT) $(NBS)
+
 # Re-create each notebooks/*.ipynb from its .md and execute it, keeping outputs
 # and widget state for nbval and the book: make notebooks [NB=notebooks/04-*.md]
 NB ?= notebooks/*.md
@@ -81,9 +99,10 @@ notebooks: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab --config=jupyterlab/jupyter_lab_config.py
 
-# every benchmark but the three that take both cores for many minutes (run each by itself, on an idle machine):
-# bench_ci.py times .ci/run on a fresh clone; bench_diversity.py is `make test-diversity`
-SLOW_BENCH := bench/bench_ci.py bench/bench_diversity.py
+# every benchmark but those that take the cores for many minutes (run each by itself, on an idle machine):
+# bench_ci.py times .ci/run on a fresh clone; bench_diversity.py is `make test-diversity`, bench_arm64.py
+# `make test-arm64`
+SLOW_BENCH := bench/bench_ci.py bench/bench_diversity.py bench/bench_arm64.py
 bench: $(STAMP)
 	for script in $(filter-out $(SLOW_BENCH),$(wildcard bench/*.py)); do $(BIN)/python $$script || exit 1; done
 
