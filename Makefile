@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINTED := src tests bench notebooks homework book/_ext
 
-.PHONY: venv book test check lint lab bench notebooks clean test-diversity test-arm64
+.PHONY: venv book test check lint lab bench notebooks clean test-diversity test-arm64 test-lab-sweep
 
 venv: $(STAMP)
 
@@ -78,6 +78,11 @@ test: lint
 NBS ?=
 test-diversity: $(STAMP)
 	$(BIN)/python bench/bench_diversity.py $(NBS)
+
+# The lab's page engine against grpo_core over 1 000 random sessions (make test plays 40 of a fixed seed and 8 of a
+# fresh one: tests/test_lab_parity.py); about 6 minutes.
+test-lab-sweep: $(STAMP)
+	GRPO_LAB_PARITY_SESSIONS=1000 $(BIN)/pytest -n 0 -p no:cacheprovider tests/test_lab_parity.py
 
 # The NumPy-only notebooks on arm64 code paths: their kernels run Debian's arm64 Python under qemu-user, with
 # NumPy's aarch64 wheel (NEON/ASIMD, SVE), against the outputs stored here (README, "arm64"). Needs root once,

@@ -13,8 +13,11 @@ that ran each test, ``--durations=0`` the time of each test's setup, call and te
   function) by time, the longest 20: one unit runs on one worker, so the longest sets a floor under the wall time;
 * pytest's 20 longest phases (``--durations``).
 
+Last, one row for the trend table of the notes (date, commit, CPU, wall times of `.ci/run` and of pytest,
+passed and failed, and whether `.ci/run` stayed within the budget of BUDGET seconds).
+
 Run it once on an idle machine (it takes both cores for 5 minutes or more); it needs the package registries.
-``--keep`` leaves the clone and its log in place.
+``--keep`` leaves the clone and its log in place; ``--dry-run`` clones, says what it would run, and stops.
 """
 
 from __future__ import annotations
@@ -28,24 +31,30 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER_LINE = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] (?:PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S.*?)\s*$")
 DURATION_LINE = re.compile(r"^(\d+\.\d+)s (setup|call|teardown)\s+(\S.*?)\s*$")
 SUMMARY_LINE = re.compile(r"^=+ (.*\d+ passed.*|.*\d+ failed.*) =+$")
+BUDGET = 600  # seconds: `make test` on a cold fresh clone on 2 cores (issue 42)
 
 
-def run_ci(clone: Path) -> tuple[float, str, int]:
-    """Runs `.ci/run` in ``clone`` with empty caches; returns its wall time, its output and its exit status."""
+def ci_env(clone: Path) -> dict[str, str]:
+    """The environment of `.ci/run`: this one, with new, empty download caches beside ``clone``."""
     caches = clone.parent / "caches"
-    env = {
-        **os.environ,
+    return {
         "PIP_CACHE_DIR": str(caches / "pip"),
         "UV_CACHE_DIR": str(caches / "uv"),
         "XDG_CACHE_HOME": str(caches / "xdg"),
         "PYTEST_ADDOPTS": "-v --durations=0",
     }
+
+
+def run_ci(clone: Path) -> tuple[float, str, int]:
+    """Runs `.ci/run` in ``clone`` with empty caches; returns its wall time, its output and its exit status."""
+    env = {**os.environ, **ci_env(clone)}
     start = time.perf_counter()
     done = subprocess.run([str(clone / ".ci" / "run")], cwd=clone, env=env, capture_output=True, text=True)
     return time.perf_counter() - start, done.stdout + done.stderr, done.returncode
@@ -75,15 +84,36 @@ def critical_path(output: str, scope) -> None:
         print(f"| {phase} | `{test}` | {seconds:.1f} |")
 
 
+def trend_row(commit: str, seconds: float, summary: str) -> str:
+    """The row of the trend table for one run: ``summary`` is pytest's closing line (``1946 passed ... in 582.1s``)."""
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), "?")
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|error)", summary)}
+    pytest_seconds = re.search(r" in ([\d.]+)s", summary)
+    return (
+        "| date (UTC) | commit | CPU | .ci/run [s] | pytest [s] | passed | failed | within budget |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+        f"| {datetime.now(UTC):%Y-%m-%d %H:%M} | {commit} | {cpu} | {seconds:.0f} "
+        f"| {pytest_seconds.group(1) if pytest_seconds else '?'} | {counts.get('passed', 0)} "
+        f"| {counts.get('failed', 0) + counts.get('error', 0)} | {'yes' if seconds <= BUDGET else 'NO'} ({BUDGET} s) |"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="leave the clone and its log in place")
-    keep = parser.parse_args().keep
+    parser.add_argument("--dry-run", action="store_true", help="clone, say what would run, and stop")
+    arguments = parser.parse_args()
+    keep = arguments.keep
     folder = Path(tempfile.mkdtemp(prefix="bench-ci-"))
     folder.chmod(0o755)  # as a clone in a home folder: the grading sandbox's own user must read and run .venv
     clone = folder / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True)
+    if arguments.dry_run:
+        print(f"would run {clone / '.ci' / 'run'} on {commit.stdout.strip()} with {ci_env(clone)}")
+        shutil.rmtree(folder, ignore_errors=True)
+        return 0
     seconds, output, status = run_ci(clone)
     (folder / "ci.log").write_text(output, encoding="utf8")
     summary = [m.group(1) for m in map(SUMMARY_LINE.match, output.splitlines()) if m]
@@ -93,6 +123,8 @@ def main() -> int:
     from conftest import xdist_scope
 
     critical_path(output, xdist_scope)
+    print()
+    print(trend_row(commit.stdout.strip(), seconds, summary[-1] if summary else ""))
     if keep:
         print(f"\nclone and log: {folder}")
     else:
