@@ -670,7 +670,7 @@ def test_bombs_leave_nothing_behind(bombed):
     [
         ("fork.ipynb", "limit"),  # its time, or the memory of 256 processes: whichever comes first
         ("memory-across-processes.ipynb", "over the 2 GiB limit"),
-        ("huge-answer.ipynb", "an answer was longer than 32 MiB"),
+        ("huge-answer.ipynb", "an answer was longer than 16 MiB"),
     ],
 )
 def test_a_bomb_scores_zero_with_the_reason(bombed, file, error):
