@@ -262,7 +262,7 @@ HANGS = {
 @pytest.mark.parametrize("name", HANGS)
 def test_a_call_that_never_returns_costs_only_the_tests_that_make_it(dist, tmp_path, name):
     """The notebook whose function hangs must score what the same notebook scores when that function raises
-    instead (hw6: 9 of 11; hw1: 13 of 14), each failed test naming the call and the limit, never the hidden input;
+    instead (hw6: 9 of 11; hw1: 12 of 14), each failed test naming the call and the limit, never the hidden input;
     the tests after a hang (which need the jail started again, cells and all) pass as they do without it."""
     hangs = with_cell(reference(dist, name), HANGS[name].format(stuck='text.rstrip(".")' if name == HW6 else "pass"))
     raises = with_cell(reference(dist, name), HANGS[name].format(stuck='raise RuntimeError("stuck")'))
