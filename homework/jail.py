@@ -216,17 +216,22 @@ class Jail:
     reply as plain data."""
 
     def __init__(self, python: str, paths: list[str], wall_seconds: float):
-        self.python, self.paths, self.seconds = interpreter(python), paths, wall_seconds
+        self.python, self.paths = interpreter(python), paths
         self.deadline = time.monotonic() + wall_seconds
         self.uid, self.lease = lease_uid() if os.geteuid() == 0 else (None, None)
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            if self.lease is not None:
+                os.close(self.lease)
+            raise
 
     def _start(self) -> None:
         self.broken, self.started = "", False
         seccomp = filter_pipe()
         read, write = os.pipe()
         try:
-            cpu_seconds = int(self.deadline - time.monotonic()) + 1
+            cpu_seconds = max(1, int(self.deadline - time.monotonic()) + 1)  # past the deadline: killed at once
             argv = command(self.python, self.paths, self.uid, cpu_seconds, seccomp)
             self.process = subprocess.Popen(
                 [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
