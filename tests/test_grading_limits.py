@@ -138,6 +138,26 @@ def test_a_reply_the_runner_cannot_write_is_refused_whole():
     assert len(runner.decode({"set": colliding[1:]})) == runner.MAX_SHARED_HASH
 
 
+def test_reading_a_reply_is_charged_to_its_submission():
+    """The CPU seconds the checker's thread spends reading a submission's replies (``Jail.ask``'s parse, and
+    ``decode``) come off that submission's wall time: a notebook whose every answer is costly to read runs out of
+    its own time, not the grader's. A stand-in jail answers with the costliest value the checker reads."""
+    from homework_support import runner
+
+    class Answering:
+        deadline = 1000.0
+
+        def ask(self, request: dict, seconds: float | None = None) -> dict:
+            return runner.loads(json.dumps({"value": {"list": [{"list": []}] * 100_000}}).encode())
+
+    jail_ = Answering()
+    session = checker.Session(jail_, {"cells": [], "names": []}, 60)
+    reply = session.call("f", {"call": "f", "args": [], "kwargs": {}})
+    asked = jail_.deadline
+    session.charged(runner.decode, reply["value"])
+    assert 1000.0 > asked > jail_.deadline
+
+
 # The first hidden test of hw1's q1 calls group_advantages([0.9, 0.4, 0.9, 0.2]); no public one passes 0.9 first.
 # The student's function grows its memory to 1 GiB plus 0.9 x 100 MiB (the hidden input), then forks: the two
 # processes hold twice that, over the 2 GiB limit, and the message said "it held 2.18 GiB".
