@@ -33,22 +33,29 @@ import io
 import json
 import re
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy
-from jail import Jail, JailError
+from jail import Hung, Jail, JailError
 from runner import decode, encode
 
 if TYPE_CHECKING:  # the grader never imports nbformat (1.5 CPU-s: grade.parse_notebook)
     import nbformat
 
 FEEDBACK_CHARS = 300
+CALL_SECONDS = 60.0  # one call of a student's function (the whole submission has its own limit, grade.py's)
 RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b")
 
 
 class StudentError(Exception):
     """The student's own code raised (its message is the student's, so it may be shown)."""
+
+
+class DidNotReturn(StudentError):
+    """A call of the student's function did not return within its limit. Its message names the function and the
+    limit, never the arguments (a hidden test's inputs) or anything measured."""
 
 
 #: A student's function that raises one of these is seen by the tests as raising it (a test may require
@@ -168,20 +175,54 @@ def reference(key: dict) -> dict:
         return _references[setup]
 
 
+class Session:
+    """The conversation with one submission's jail. A call that does not return within ``call_seconds`` fails the
+    test that made it (:class:`DidNotReturn`); the jail, killed, is started again and runs the notebook's cells
+    again (the ``first`` request) before the next call, all within the jail's own wall time, which stays the limit
+    of the whole submission. What reading its replies costs this process (:meth:`charged`) comes off that time."""
+
+    def __init__(self, jail: Jail, first: dict, call_seconds: float):
+        self.jail, self.first, self.call_seconds, self.hung = jail, first, call_seconds, False
+
+    def charged(self, work, *args):
+        """``work(*args)``, the CPU seconds this thread spends on it taken from the jail's wall time: a submission
+        whose replies are costly to read (each is bounded: ``runner.loads``) runs out of its own time."""
+        started = time.thread_time()
+        try:
+            return work(*args)
+        finally:
+            self.jail.deadline -= time.thread_time() - started
+
+    def start(self) -> dict:
+        return self.charged(self.jail.ask, self.first)
+
+    def call(self, name: str, request: dict) -> dict:
+        if self.hung:
+            self.jail.restart()
+            self.start()
+            self.hung = False
+        try:
+            return self.charged(self.jail.ask, request, self.call_seconds)
+        except Hung:
+            self.hung = True
+            raise DidNotReturn(f"`{name}(…)` did not return within {self.call_seconds:g} s") from None
+
+
 class StudentFunction:
     """Stands for a function of the student's: each call is answered by the jail, as data."""
 
-    def __init__(self, name: str, jail: Jail, seen: list):
-        self.name, self.jail, self.seen = name, jail, seen
+    def __init__(self, name: str, session: Session, seen: list):
+        self.name, self.session, self.seen = name, session, seen
 
     def __call__(self, *args, **kwargs):
         kwargs = {key: encode(value) for key, value in kwargs.items()}
-        reply = self.jail.ask({"call": self.name, "args": [encode(arg) for arg in args], "kwargs": kwargs})
+        request = {"call": self.name, "args": [encode(arg) for arg in args], "kwargs": kwargs}
+        reply = self.session.call(self.name, request)
         if "raised" in reply:
             message = str(reply["raised"])[:FEEDBACK_CHARS]
             raise RAISABLE.get(message.partition(":")[0], StudentError)(message)
         try:
-            value = decode(reply.get("value"))
+            value = self.session.charged(decode, reply.get("value"))
         except (ValueError, TypeError, RecursionError) as error:
             raise StudentError(f"the function returned something that is not an answer ({error})") from None
         self.seen.append((f"{self.name}(...)", value))
@@ -198,14 +239,14 @@ class Unsupported:
         return f"<{self.what}: not a value the grader can read>"
 
 
-def student_values(answers: dict, names: list[str], jail: Jail, seen: list) -> dict:
+def student_values(answers: dict, names: list[str], session: Session, seen: list) -> dict:
     values = {}
     for name in names:
         if name not in answers:
             continue
         data = answers[name]
         if isinstance(data, dict) and "function" in data:
-            values[name] = StudentFunction(name, jail, seen)
+            values[name] = StudentFunction(name, session, seen)
             continue
         try:
             values[name] = decode(data)
@@ -254,6 +295,8 @@ def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, st
         raise GraderError(_unimportable(error)) from None
     except AssertionError as error:
         message, reason = str(error) or "a check failed", "a check failed"
+    except DidNotReturn as error:
+        message = reason = str(error)
     except StudentError as error:
         message, reason = f"your code raised {error}", "your code raised an error"
     except Exception as error:
@@ -262,18 +305,23 @@ def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, st
     return False, message + (f" (your values: {values_text})" if values_text else ""), reason
 
 
-def grade(key: dict, cells: list[str], jail: Jail) -> tuple[dict[str, float], list[dict], str]:
+def grade(
+    key: dict, cells: list[str], jail: Jail, call_seconds: float = CALL_SECONDS
+) -> tuple[dict[str, float], list[dict], str]:
     """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``; an error (the
-    jail's limits, the grader's own failure) scores nothing and says why."""
+    jail's limits, the grader's own failure) scores nothing and says why. A call of the student's functions that
+    does not return within ``call_seconds`` fails only the test cases that make it (:class:`Session`)."""
     names = used_names(key)
     scores = {question["name"]: 0.0 for question in key["questions"]}
     feedback: list[dict] = []
     try:
         base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
-        reply = jail.ask({"cells": cells, "names": names})
+        session = Session(jail, {"cells": cells, "names": names}, call_seconds)
+        reply = session.start()
         seen: list = []
         raised = cells_raised(reply)
-        values = student_values(reply.get("values") if isinstance(reply.get("values"), dict) else {}, names, jail, seen)
+        answers = reply.get("values") if isinstance(reply.get("values"), dict) else {}
+        values = session.charged(student_values, answers, names, session, seen)
         cases = [(q, number, case) for q in key["questions"] for number, case in enumerate(q["cases"])]
         for question, number, case in sorted(cases, key=lambda item: item[2]["hidden"]):
             passed, message, reason = run_case(case, base, values, seen)

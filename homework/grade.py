@@ -60,6 +60,7 @@ MANUAL_TAG = "manual-answer"
 MAX_BYTES = 16 * 2**20  # a notebook, a zip, or the notebook inside a zip
 MAX_MEMBERS = 1000
 MAX_CELLS = 5000  # a homework notebook has a few dozen
+GRADER_ERROR = "grader error"  # how a row's error that is the grader's failure, not the submission's, begins
 # Run by --python with module names before grading: imports (so compiles, and keeps the bytecode of) each module
 # whose bytecode is not there and current, with all it imports. A jail sees the environment read-only: without
 # this, each jail would compile numpy (and torch: 2.4 CPU-s a jail) again. A check costs 0.03 CPU-s, importing
@@ -308,18 +309,16 @@ def _write_atomically(path: Path, text: str) -> None:
 class Grader:
     """Grades one submission at a time per job slot, each in a fresh jail."""
 
-    def __init__(self, keys: dict[str, dict], python: str, timeout: float, jobs: int):
-        self.keys, self.timeout = keys, timeout
+    def __init__(self, keys: dict[str, dict], python: str, timeout: float, call_timeout: float = checker.CALL_SECONDS):
+        self.keys, self.timeout, self.call_timeout = keys, timeout, call_timeout
         self.paths = python_paths(python)
         self.python = python
         # The jail sees the environment read-only: Python compiles here, once, what every jail imports.
         env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run([python, "-c", WARM_UP, "numpy", "torch"], env=env, capture_output=True, check=False)
-        self.slots = list(range(jobs))
-        self.lock = threading.Lock()
 
-    def jail(self, slot: int) -> Jail:
-        return Jail(self.python, self.paths, slot, self.timeout)
+    def jail(self) -> Jail:
+        return Jail(self.python, self.paths, self.timeout)
 
     def grade_one(self, path: Path, folder: Path) -> tuple[Row, list[dict], list[str]]:
         """Grade one file; every failure becomes the row's error, never an exception."""
@@ -336,17 +335,12 @@ class Grader:
         if row.assignment not in self.keys:
             row.error = f"assignment {row.assignment[:100]!r} is not one of: {', '.join(self.keys)}"
             return row, [], []
-        with self.lock:
-            slot = self.slots.pop()
-        jail = None
+        jail = self.jail()
         try:
-            jail = self.jail(slot)
-            row.scores, feedback, row.error = checker.grade(self.keys[row.assignment], code_sources(notebook), jail)
+            key, cells = self.keys[row.assignment], code_sources(notebook)
+            row.scores, feedback, row.error = checker.grade(key, cells, jail, self.call_timeout)
         finally:
-            if jail:
-                jail.close()
-            with self.lock:
-                self.slots.append(slot)
+            jail.close()
         return row, feedback, manual_answers(notebook)
 
 
@@ -364,6 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="where sheets and feedback go (default: DIST/grades)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="submissions graded at once")
     parser.add_argument("--timeout", type=_positive, default=600.0, help="seconds one submission may run")
+    parser.add_argument(
+        "--call-timeout", type=_positive, default=checker.CALL_SECONDS,
+        help="seconds one call of a student's function may run (a test whose call does not return fails)",
+    )  # fmt: skip
     parser.add_argument("--roster", type=Path, help="CSV with columns student_id,file (file: path or folder)")
     parser.add_argument("--python", default=sys.executable, help="the Python environment that runs the notebooks")
     args = parser.parse_args(argv)
@@ -381,14 +379,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: homework/{name}/{name}.md is newer than its key; run `make homework`", file=sys.stderr)
     out = args.out or args.dist / "grades"
     records = Records(out, keys)
-    grader = Grader(keys, args.python, args.timeout, args.jobs)
+    grader = Grader(keys, args.python, args.timeout, args.call_timeout)
 
     def grade_and_record(path: Path) -> Row:
         try:
             row, feedback, answers = grader.grade_one(path, args.submissions)
         except Exception as error:  # the grader's own failure still becomes a row
             row, feedback, answers = Row(file=file_name(path, args.submissions)), [], []
-            row.error = f"grader error: {type(error).__name__}"
+            row.error = f"{GRADER_ERROR}: {type(error).__name__}"
         row.student_id = student_of(row.file, roster)
         try:
             records.record(row, feedback, answers)
@@ -403,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(pool.map(grade_and_record, submissions(args.submissions)))
     failed = sum(bool(row.error) for row in rows)
     print(f"{len(rows)} files, {failed} not graded (see the error column) -> {out}/")
+    if broken := sum(row.error.startswith(GRADER_ERROR) for row in rows):
+        print(f"{broken} files were not graded because of the grader: fix it and grade them again", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -21,16 +21,23 @@
 
 Run by an ordinary user, ``bwrap`` makes a user namespace (no privilege needed). Run as root,
 ``bwrap`` keeps only ``CAP_SETUID``/``CAP_SETGID`` for ``setpriv``, which makes the jail's
-process uid ``65000 + slot`` with no capabilities and ``no_new_privs`` before Python starts (a
-process of root would not be held by ``RLIMIT_NPROC``).
+process a uid of its own (:func:`lease_uid`: no two jails on the machine share one, whichever run
+started them) with no capabilities and ``no_new_privs`` before Python starts (a process of root
+would not be held by ``RLIMIT_NPROC``).
 
 The conversation is JSON lines: requests on the jail's stdin, replies on a pipe of their own, each reply at
-most :data:`MAX_REPLY` bytes; its stdout and stderr go to ``/dev/null``.
+most :data:`MAX_REPLY` bytes, read by ``runner.loads``. The runner's first line says it started, before any of the
+submission's code runs: a jail that ends before it is the grader's failure (:class:`JailStartError`, with what
+bwrap, setpriv or Python wrote on stderr), never the submission's. After it, stdout and stderr go to ``/dev/null``.
+A call may be given a limit of its own (:meth:`Jail.ask`): when it strikes, the jail is killed and :class:`Hung`
+raised, and :meth:`Jail.restart` starts it again within the same wall time. Every message names the limit that
+struck, never a figure the submission's code chose.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -42,14 +49,18 @@ import threading
 import time
 from pathlib import Path
 
+from runner import loads
+
 HOMEWORK = Path(__file__).resolve().parent
 MEMORY = 2 * 2**30  # bytes: a jail's processes and files together (memory_of)
 PROCESSES = 256
 FILE_SIZE = 64 * 2**20
 TMPFS = 256 * 2**20
 DEVICES = ("null", "zero", "full", "random", "urandom")
-MAX_REPLY = 32 * 2**20
-UID_BASE = 65000  # 64000 + slot was the old sandbox's: a machine may still run it
+MAX_REPLY = 16 * 2**20  # the largest reply of the ten reference solutions is 3.9 MB
+UID_BASE, UIDS = 65000, 1000  # 64000 + slot was the old sandbox's: a machine may still run it
+UID_LOCKS = Path("/run/grpo-homework-jails")  # root's: a lock file per uid in use (lease_uid)
+STDERR_CHARS = 1000  # of what a jail that failed to start wrote
 WORKDIR = "/submission"
 WRITABLE = ("/tmp", "/dev/shm", WORKDIR)  # the jail's only writable places: one tmpfs of TMPFS bytes each
 # bwrap's own environment (its --clearenv clears only the child's): run unprivileged, bwrap is the jail's PID 1, and
@@ -116,6 +127,14 @@ class JailError(RuntimeError):
     """The jail broke a limit, died, or answered with something that is not an answer."""
 
 
+class JailStartError(JailError):
+    """The jail did not start (no code of the submission ran): the grader's failure."""
+
+
+class Hung(Exception):
+    """A call did not return within the limit :meth:`Jail.ask` was given (its ``args[0]``, in seconds)."""
+
+
 def python_paths(python: str) -> list[str]:
     """The folders a Python environment needs, read-only: its prefix and its base installation's."""
     code = "import sys; print(sys.prefix); print(sys.base_prefix)"
@@ -125,8 +144,38 @@ def python_paths(python: str) -> list[str]:
     return sorted(path for path in paths if not path.startswith("/usr/"))
 
 
-def command(python: str, paths: list[str], slot: int, cpu_seconds: int, seccomp_fd: int) -> list[str]:
-    """The argv that starts ``runner.py`` in a jail (see the module docstring); ``seccomp_fd``: :func:`filter_pipe`."""
+def interpreter(python: str) -> str:
+    """``python`` with every symlinked folder of its path resolved (a symlinked ``.venv`` too), the file's name
+    kept: the jail mounts the resolved folders (:func:`python_paths`), and a venv's ``bin/python`` is itself a
+    symlink that must stay unresolved for Python to find its ``pyvenv.cfg``."""
+    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(python))), os.path.basename(python))
+
+
+def lease_uid() -> tuple[int, int]:
+    """``(uid, descriptor)``: a uid from ``UID_BASE`` on that no other jail on this machine runs as while the
+    descriptor is open, whichever run (``make grade``, the Gradescope script) leased it. Each uid has a lock file
+    in :data:`UID_LOCKS`, a folder of root's alone; the lease is ``flock`` on it, which the kernel drops when the
+    descriptor is closed or its process dies, so a run that crashed leaks nothing. For root only."""
+    UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
+    folder = os.open(UID_LOCKS, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        if os.fstat(folder).st_uid != 0:
+            raise JailStartError(f"{UID_LOCKS} is not root's")
+        for uid in range(UID_BASE, UID_BASE + UIDS):
+            lock = os.open(str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=folder)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return uid, lock
+            except BlockingIOError:
+                os.close(lock)
+        raise JailStartError(f"all {UIDS} jail uids from {UID_BASE} are in use")
+    finally:
+        os.close(folder)
+
+
+def command(python: str, paths: list[str], uid: int, cpu_seconds: int, seccomp_fd: int) -> list[str]:
+    """The argv that starts ``runner.py`` in a jail (see the module docstring); ``uid``: :func:`lease_uid`'s (run
+    as root), ``seccomp_fd``: :func:`filter_pipe`."""
     limits = [
         f"--nproc={PROCESSES}",
         f"--as={MEMORY}",
@@ -154,7 +203,6 @@ def command(python: str, paths: list[str], slot: int, cpu_seconds: int, seccomp_
     # Last: bwrap's own tmpfs as / and /dev (half the machine's RAM each) would be the user's, unprivileged.
     jail += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", WORKDIR, "--seccomp", str(seccomp_fd)]
     if os.geteuid() == 0:
-        uid = str(UID_BASE + slot)
         jail += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--", "setpriv", f"--reuid={uid}"]
         jail += [f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
     else:
@@ -163,35 +211,45 @@ def command(python: str, paths: list[str], slot: int, cpu_seconds: int, seccomp_
 
 
 class Jail:
-    """One submission's jailed runner (``python``: the jail's interpreter, ``paths``: :func:`python_paths`, ``slot``:
-    the job's number); :meth:`ask` sends a request and returns the decoded-JSON reply."""
+    """One submission's jailed runner (``python``: the jail's interpreter, ``paths``: :func:`python_paths`,
+    ``wall_seconds``: the whole submission's time, restarts included); :meth:`ask` sends a request and returns the
+    reply as plain data."""
 
-    def __init__(self, python: str, paths: list[str], slot: int, wall_seconds: float):
+    def __init__(self, python: str, paths: list[str], wall_seconds: float):
+        self.python, self.paths = interpreter(python), paths
         self.deadline = time.monotonic() + wall_seconds
-        self.broken = ""
+        self.uid, self.lease = lease_uid() if os.geteuid() == 0 else (None, None)
+        try:
+            self._start()
+        except BaseException:
+            if self.lease is not None:
+                os.close(self.lease)
+            raise
+
+    def _start(self) -> None:
+        self.broken, self.started = "", False
         seccomp = filter_pipe()
         read, write = os.pipe()
         try:
-            argv = command(python, paths, slot, int(wall_seconds) + 1, seccomp)
+            cpu_seconds = max(1, int(self.deadline - time.monotonic()) + 1)  # past the deadline: killed at once
+            argv = command(self.python, self.paths, self.uid, cpu_seconds, seccomp)
             self.process = subprocess.Popen(
-                [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                 pass_fds=(write, seccomp), start_new_session=True, env=ENVIRONMENT,
             )  # fmt: skip
         finally:
             os.close(write)
             os.close(seccomp)
         self.replies = os.fdopen(read, "rb")
-        self.watchdog = threading.Thread(target=self._watch, daemon=True)
+        self.watchdog = threading.Thread(target=self._watch, args=(self.process,), daemon=True)
         self.watchdog.start()
 
-    def _watch(self) -> None:
-        while self.process.poll() is None:
+    def _watch(self, process: subprocess.Popen) -> None:
+        while process.poll() is None:
             if time.monotonic() > self.deadline:
                 self.kill("ran longer than its time limit")
-            elif (used := memory_of(self.process.pid)) > MEMORY:
-                self.kill(
-                    f"it held {used / 2**30:.2f} GiB in processes and files, over the {MEMORY / 2**30:g} GiB limit"
-                )
+            elif memory_of(process.pid) > MEMORY:
+                self.kill(f"it held over the {MEMORY / 2**30:g} GiB limit in processes and files")
             time.sleep(0.1)
 
     def kill(self, reason: str) -> None:
@@ -199,27 +257,58 @@ class Jail:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)  # bwrap: its PID namespace dies with it
 
-    def ask(self, request: dict) -> dict:
+    def ask(self, request: dict, seconds: float | None = None) -> dict:
+        """The reply to ``request``; :class:`Hung` if it takes more than ``seconds`` (when given: the jail is then
+        killed, :meth:`restart` starts it again), :class:`JailError` if a limit of the whole jail strikes first."""
+        if not self.started:
+            self._ready()
         line = (json.dumps(request) + "\n").encode()
         try:
             self.process.stdin.write(line)
             self.process.stdin.flush()
         except OSError:
             pass  # a dead jail: the reply below says why
-        reply = self._read_line()
+        until = self.deadline if seconds is None else min(self.deadline, time.monotonic() + seconds)
+        reply = self._read_line(until)
+        if reply is None:
+            self.kill("")
+            raise Hung(seconds)
         try:
-            answer = json.loads(reply)
+            answer = loads(reply)
         except (ValueError, RecursionError):
-            raise JailError(self.broken or "the notebook's process sent something that is not JSON") from None
+            raise JailError(self.broken or "the notebook's process sent something that is not an answer") from None
         if not isinstance(answer, dict):
             raise JailError("the notebook's process sent something that is not an answer")
         return answer
 
-    def _read_line(self) -> bytes:
+    def _ready(self) -> None:
+        """Wait for the runner's first line, written before any of the submission's code runs: a jail that ends
+        first failed to start, which is the grader's failure (:class:`JailStartError`)."""
+        try:
+            line = self._read_line(self.deadline)
+        except JailError:
+            if self.broken:  # killed: by close(), or by a limit
+                raise
+            self.process.wait()
+            os.set_blocking(self.process.stderr.fileno(), False)
+            said = (self.process.stderr.read(STDERR_CHARS) or b"").decode("utf8", "replace").strip()
+            raise JailStartError(
+                f"grader error: the jail could not start, so nothing of the submission ran (the grader's failure, "
+                f"not the student's: grade it again once fixed){': ' + said if said else ''}"
+            ) from None
+        self.process.stderr.close()  # nothing the submission's code writes there is read
+        if line != b'{"ready": true}\n':
+            raise JailStartError("grader error: the jail's runner did not say it started")
+        self.started = True
+
+    def _read_line(self, until: float) -> bytes | None:
+        """The next line of the replies, or None if ``until`` passes first (before the deadline)."""
         chunks, size = [], 0
         while True:
-            wait = self.deadline - time.monotonic()
+            wait = until - time.monotonic()
             if wait <= 0 or not select.select([self.replies], [], [], wait)[0]:
+                if until < self.deadline:
+                    return None
                 self.kill("ran longer than its time limit")
                 raise JailError(self.broken)
             chunk = self.replies.readline(MAX_REPLY + 1 - size)
@@ -235,7 +324,12 @@ class Jail:
                 self.kill(f"an answer was longer than {MAX_REPLY // 2**20} MiB")
                 raise JailError(self.broken)
 
-    def close(self) -> None:
+    def restart(self) -> None:
+        """A fresh jail in place of this one (which a hung call left killed), within the same wall time."""
+        self._stop()
+        self._start()
+
+    def _stop(self) -> None:
         """Kill the jail and wait until every process it held is gone (the kernel ends them after bwrap) or is a
         zombie: the jail's first process, whose parent died first, is collected by the machine's init, which on
         some machines does it only every second or two (1.5 s per submission on this project's), and a zombie runs
@@ -249,6 +343,14 @@ class Jail:
         self.replies.close()
         with contextlib.suppress(BrokenPipeError):  # a request the dead jail never read is still buffered
             self.process.stdin.close()
+        if not self.started:
+            self.process.stderr.close()
+
+    def close(self) -> None:
+        """Stop the jail for good and give back its uid."""
+        self._stop()
+        if self.lease is not None:
+            os.close(self.lease)
 
 
 def running(pid: int) -> bool:
@@ -305,5 +407,6 @@ def memory_of(root: int) -> int:
 
 if __name__ == "__main__":  # a quick look: python jail.py PYTHON CODE  (prints what CODE prints in a jail)
     seccomp = filter_pipe()
-    argv = command(sys.argv[1], python_paths(sys.argv[1]), 0, 60, seccomp)
+    uid, lease = lease_uid() if os.geteuid() == 0 else (None, None)
+    argv = command(interpreter(sys.argv[1]), python_paths(sys.argv[1]), uid, 60, seccomp)
     subprocess.run([*argv[:-1], "-c", sys.argv[2]], check=False, env=ENVIRONMENT, pass_fds=(seccomp,))

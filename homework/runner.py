@@ -2,7 +2,9 @@
 
     python -I runner.py FD   (inside the jail that ``jail.py`` builds; requests on stdin, replies on FD)
 
-It holds no test, no reference value and no grader channel. The first request is
+It holds no test, no reference value and no grader channel. Its first line, before
+any of the submission's code runs, is ``{"ready": true}`` (so the trusted side can
+tell a jail that failed to start from a submission). The first request is
 ``{"cells": [...], "names": [...]}``: it runs every code cell (an error ends the
 cell, not the run), then answers with the value of each name the tests need, as
 data (:func:`encode`), and with what each cell that raised raised. Every further
@@ -16,6 +18,15 @@ with ``None``, booleans, numbers and strings as themselves and tagged objects fo
 the rest (lists, tuples, dicts, sets, NumPy arrays and scalars, PyTorch tensors,
 non-finite floats). :func:`decode` builds plain values only; it never calls
 anything a submission defined, so the trusted side may use it on any answer.
+
+On the trusted side a reply is read by :func:`loads` and :func:`decode`, whose work is linear in the
+reply's bytes whatever it holds (but for sorting the hashes of a set's items or a dict's keys): ints
+within int64 and floats of at most :data:`NUMBER_CHARS` characters (Python's ``int`` of a long digit
+string is not linear), at most :data:`MAX_CONTAINERS` lists and objects, :data:`MAX_DEPTH` levels,
+arrays of at most :data:`MAX_DIMS` dimensions and :data:`MAX_ITEMS` numbers; and no set, frozenset or
+dict in which more than :data:`MAX_SHARED_HASH` items share one hash (an int's hash is the int modulo
+``2**61 - 1``: a set of 80,000 multiples of it took quadratic time to build, holding the interpreter
+lock all along).
 """
 
 from __future__ import annotations
@@ -31,6 +42,11 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float3
 MAX_ITEMS = 1_000_000  # elements of one array
 MAX_DEPTH = 20
 MAX_RAISED = 20  # cells whose errors the first reply reports
+MAX_DIMS = 32  # NumPy 1's most
+NUMBER_CHARS = 40  # a float64's repr has at most 24; an int64 at most 20
+MAX_CONTAINERS = 2**20  # JSON lists and objects in one reply (each costs the reading process about 60 bytes)
+MAX_SHARED_HASH = 8  # items of one set or dict with the same hash (distinct ints share one only 2**61 - 1 apart)
+INT64 = range(-(2**63), 2**63)
 
 
 def encode(value: object, depth: int = 0) -> object:
@@ -73,6 +89,31 @@ def _array(array, depth: int) -> dict:
     return {"ndarray": {"dtype": str(array.dtype), "shape": list(array.shape), "data": data}}
 
 
+def loads(line: bytes) -> object:
+    """One JSON reply as plain data, in time and memory linear in its bytes (see the module docstring); ValueError
+    for anything :func:`encode` and ``json.dumps`` do not write. Its lists and objects are counted before it is
+    parsed (a ``[`` or ``{`` in a string counts too): each costs the parsing process 56 bytes or more."""
+    if line.count(b"[") + line.count(b"{") > MAX_CONTAINERS:
+        raise ValueError(f"more than {MAX_CONTAINERS} lists and objects")
+    return json.loads(line, parse_int=_int64, parse_float=_float64, parse_constant=_refused)
+
+
+def _int64(text: str) -> int:
+    if len(text) > NUMBER_CHARS or int(text) not in INT64:
+        raise ValueError("a number out of its dtype's range (an int is an int64)")
+    return int(text)
+
+
+def _float64(text: str) -> float:
+    if len(text) > NUMBER_CHARS:
+        raise ValueError("a float of too many digits")
+    return float(text)
+
+
+def _refused(text: str) -> None:
+    raise ValueError(f"{text} is sent as {{'float': ...}}")
+
+
 def decode(data: object, depth: int = 0) -> object:
     """The value :func:`encode` described, rebuilt from plain data; ValueError for anything else."""
     try:
@@ -84,6 +125,8 @@ def decode(data: object, depth: int = 0) -> object:
 def _decoded(data: object, depth: int) -> object:
     if depth > MAX_DEPTH:
         raise ValueError("nesting too deep")
+    if type(data) is int and data not in INT64:
+        raise ValueError("a number out of its dtype's range (an int is an int64)")
     if data is None or type(data) in (bool, int, float, str):
         return data
     if type(data) is not dict or len(data) != 1:
@@ -93,9 +136,13 @@ def _decoded(data: object, depth: int) -> object:
         return float(body)
     if tag in ("list", "tuple", "set", "frozenset") and type(body) is list:
         items = [_decoded(item, depth + 1) for item in body]
+        if tag in ("set", "frozenset"):
+            _few_share_a_hash(items)
         return {"list": list, "tuple": tuple, "set": set, "frozenset": frozenset}[tag](items)
     if tag == "dict" and type(body) is list:
-        return {_decoded(k, depth + 1): _decoded(v, depth + 1) for k, v in _pairs(body)}
+        pairs = [(_decoded(k, depth + 1), _decoded(v, depth + 1)) for k, v in _pairs(body)]
+        _few_share_a_hash([key for key, _ in pairs])
+        return dict(pairs)
     if tag in ("ndarray", "tensor") and type(body) is dict:
         return _rebuild(body, tensor=tag == "tensor")
     if tag == "scalar" and type(body) is list and len(body) == 2 and body[0] in DTYPES:
@@ -103,6 +150,18 @@ def _decoded(data: object, depth: int) -> object:
 
         return numpy.dtype(body[0]).type(_decoded(body[1], depth + 1))
     raise ValueError(f"not an encoded value: tag {tag!r}")
+
+
+def _few_share_a_hash(keys: list) -> None:
+    """ValueError unless the ``keys`` of a set or dict to be built are hashable and at most :data:`MAX_SHARED_HASH`
+    share one hash: building it then compares each key with at most that many others. The runner encodes a set or
+    dict, whose keys are distinct, so two of them share a hash only by chance (-1 and -2 do)."""
+    try:
+        hashes = sorted(map(hash, keys))
+    except TypeError:
+        raise ValueError("a set's items and a dict's keys must be hashable") from None
+    if any(hashes[i] == hashes[i + MAX_SHARED_HASH] for i in range(len(hashes) - MAX_SHARED_HASH)):
+        raise ValueError(f"more than {MAX_SHARED_HASH} keys of a set or dict share one hash")
 
 
 def _pairs(body: list) -> list:
@@ -115,8 +174,10 @@ def _rebuild(body: dict, *, tensor: bool):
     import numpy
 
     dtype, shape, data = body.get("dtype"), body.get("shape"), body.get("data")
-    if dtype not in DTYPES or type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
-        raise ValueError("an array needs a known dtype and a shape of non-negative ints")
+    if dtype not in DTYPES or type(shape) is not list or len(shape) > MAX_DIMS:
+        raise ValueError(f"an array needs a known dtype and a shape of at most {MAX_DIMS} dimensions")
+    if not all(type(n) is int and 0 <= n <= MAX_ITEMS for n in shape):
+        raise ValueError(f"an array's shape holds ints from 0 to {MAX_ITEMS}")
     if type(data) is not list or len(data) != math.prod(shape) or len(data) > MAX_ITEMS:
         raise ValueError("an array's data must have as many numbers as its shape says")
     numbers = {bool, int, float}
@@ -197,7 +258,12 @@ def answer(request: dict, namespace: dict) -> dict:
 
 def main() -> int:
     replies = os.fdopen(int(sys.argv[1]), "w")
-    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - what the notebook prints goes nowhere
+    replies.write(json.dumps({"ready": True}) + "\n")  # before any of the submission's code: the jail started
+    replies.flush()
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    os.dup2(quiet, 2)  # the grader stops reading stderr: what the notebook writes goes nowhere
+    sys.stdout = sys.stderr = open(quiet, "w")  # noqa: SIM115
     first = json.loads(sys.stdin.readline())
     namespace, reply = first_reply(first)
     replies.write(json.dumps(reply) + "\n")

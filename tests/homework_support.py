@@ -140,7 +140,7 @@ def jail_processes() -> list[int]:
         try:
             if entry.name.isdigit():
                 parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + 2:
+                if jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + jail.UIDS:
                     found.append(int(entry.name))
         except OSError:
             pass
@@ -162,8 +162,9 @@ class InProcess:
     notebook's cells at a time, so that threads grading at once see each other's otter stand-in never."""
 
     lock = threading.Lock()
+    deadline = float("inf")  # what the checker charges for reading replies comes off a time no jail here keeps
 
-    def ask(self, request: dict) -> dict:
+    def ask(self, request: dict, seconds: float | None = None) -> dict:  # no call is timed in this process
         if "cells" in request:
             with self.lock:
                 otter = sys.modules.get("otter")

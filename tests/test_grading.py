@@ -576,7 +576,7 @@ def test_the_warm_up_imports_a_module_only_while_its_bytecode_is_not_current(tmp
 def test_a_jail_that_died_before_reading_a_request_closes_quietly():
     """The request stays in the pipe's buffer: closing the jail flushed it and raised BrokenPipeError, which
     grade.py turned into the row's 'grader error' instead of the jail's own reason."""
-    dead = jail.Jail(sys.executable, jail.python_paths(sys.executable), 0, 60)
+    dead = jail.Jail(sys.executable, jail.python_paths(sys.executable), 60)
     dead.kill("killed by the test")
     dead.process.wait()
     with pytest.raises(jail.JailError, match="killed by the test"):
@@ -670,7 +670,7 @@ def test_bombs_leave_nothing_behind(bombed):
     [
         ("fork.ipynb", "limit"),  # its time, or the memory of 256 processes: whichever comes first
         ("memory-across-processes.ipynb", "over the 2 GiB limit"),
-        ("huge-answer.ipynb", "an answer was longer than 32 MiB"),
+        ("huge-answer.ipynb", "an answer was longer than 16 MiB"),
     ],
 )
 def test_a_bomb_scores_zero_with_the_reason(bombed, file, error):

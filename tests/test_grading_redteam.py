@@ -236,7 +236,7 @@ def test_no_process_outlives_an_unprivileged_jail(tmp_path):
     cell += "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        time.sleep(600)\n    os._exit(0)\n"
     python = shutil.which("python3", path="/usr/bin")
     script = f"import sys\nsys.path.insert(0, {str(HOMEWORK)!r})\nfrom jail import Jail, python_paths\n"
-    script += f"jail = Jail({python!r}, python_paths({python!r}), 0, 30)\n"
+    script += f"jail = Jail({python!r}, python_paths({python!r}), 30)\n"
     script += f"print(jail.ask({{'cells': [{cell!r}], 'names': []}}))\njail.close()\n"
     user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     done = subprocess.run([*user, python, "-c", script], capture_output=True, text=True, cwd="/", check=True)
@@ -261,7 +261,7 @@ def test_a_number_out_of_its_dtypes_range_is_an_unreadable_answer(dtype):
         for data in ({"scalar": [dtype, number]}, {"ndarray": {"dtype": dtype, "shape": [1], "data": [number]}}):
             with pytest.raises(ValueError, match="out of its dtype's range"):
                 runner.decode(data)
-            (value,) = checker.student_values({"x": data}, ["x"], jail=None, seen=[]).values()
+            (value,) = checker.student_values({"x": data}, ["x"], None, seen=[]).values()
             assert isinstance(value, checker.Unsupported)
 
 
