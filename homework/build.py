@@ -62,7 +62,7 @@ ROOT = HOMEWORK.parent
 OTTER_PIN = "otter-grader==7.0.0"
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 LOCKED = {"deletable": False, "editable": False}
-GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "sheets.py")
+GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "records.py", "class_report.py", "sheets.py")
 # np.allclose / torch.allclose / isclose broadcast: an answer of shape (0, 4) is "close" to any 4 numbers.
 BARE_CLOSE = re.compile(r"\b(?:all|is)close\(")
 # A question's public tests as the student's notebook runs them: one case of otter's exception-based format.
