@@ -223,7 +223,7 @@ class Records:
         """Write what a run's rows change: each sheet with its attempts marked, written answers, reports."""
         self.unmatched.write()
         for name, sheet in self.sheets.items():
-            if name not in self.graded and not sheet.journal.exists():
+            if name not in self.graded:
                 continue
             for file, marks in mark_attempts(list(sheet.rows.values()), self.deadline).items():
                 sheet.update(file, marks)
