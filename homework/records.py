@@ -35,7 +35,7 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import class_report
 from sheets import Sheet, csv_text
@@ -96,8 +96,7 @@ def student_key(cells: dict[str, str]) -> str:
     """Whose attempt a sheet row is: its roster id, or its path without a browser's copy number and extension."""
     if cells.get("student_id"):
         return "id:" + cells["student_id"]
-    stem, _, _ = cells["file"].rpartition(".")
-    return "path:" + BROWSER_COPY.sub("", stem or cells["file"])
+    return "path:" + BROWSER_COPY.sub("", str(PurePosixPath(cells["file"]).with_suffix("")))
 
 
 def mark_attempts(rows: list[dict[str, str]], deadline: str | None) -> dict[str, dict[str, str]]:
