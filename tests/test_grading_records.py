@@ -20,7 +20,7 @@ from class_report import SECTIONS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
-from records import MAX_ANSWERS, POINTS_ROW, WRITTEN, Row
+from records import MAX_ANSWERS, POINTS_ROW, WRITTEN, Row, student_key
 from sheets import Sheet
 
 grade = homework_support.grade
@@ -243,6 +243,25 @@ def test_a_late_browser_copy_is_a_new_attempt_and_the_latest_counts(dist, tmp_pa
         "bob.ipynb": ("1", "yes", "", "2027-01-15T08:00:00+00:00"),
     }
     assert {row["graded_at"] for row in rows.values()} == {"2026-12-07T00:00:00+00:00"}
+
+
+@pytest.mark.parametrize("folder", ["", "alice/", "a.b/", "dir (2)/"])
+@pytest.mark.parametrize("copy", ["", " (2)", " (13)"])
+@pytest.mark.parametrize("extension", [".ipynb", ".zip"])
+def test_a_browser_copy_or_an_export_is_the_same_students_attempt(folder, copy, extension):
+    """Without a roster, every copy number and either extension name one student's attempts; another folder, another
+    stem, or a copy number that is not a browser's (no space, not the end) another student."""
+    same = student_key({"file": f"{folder}hw5-critic-cost{copy}{extension}"})
+    assert same == student_key({"file": f"{folder}hw5-critic-cost.ipynb"})
+    others = [
+        f"{folder}hw6{copy}{extension}",
+        f"other/{folder}hw5-critic-cost{extension}",
+        f"{folder}hw5-critic-cost(2)",
+    ]
+    assert same not in {student_key({"file": file}) for file in others}
+    assert student_key({"file": f"{folder}x.ipynb", "student_id": "S-1"}) == student_key(
+        {"file": "y", "student_id": "S-1"}
+    )
 
 
 def test_the_roster_gaps_are_listed(dist, tmp_path):
