@@ -1,4 +1,4 @@
-"""Grade sheets that lose nothing and cost linear time: merged by submission, journalled row by row, written once.
+"""Grade sheets that lose nothing and cost linear time: merged by file, journalled row by row, written once.
 
 A :class:`Sheet` is one CSV file. Opening it reads the rows already there; each :meth:`Sheet.put` replaces the row
 of the same ``file`` (or adds one) in memory and appends it, as one JSON line, to the sheet's journal
