@@ -62,7 +62,11 @@ ROOT = HOMEWORK.parent
 OTTER_PIN = "otter-grader==7.0.0"
 TORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu"
 LOCKED = {"deletable": False, "editable": False}
-GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "sheets.py")
+# Appended to otter's setup.sh (Gradescope's image): bubblewrap for the jail where the container allows namespaces;
+# /root traversable, not listable, so that where it does not, the jail's own uid reaches the Python environment
+# otter installs in /root/miniforge3 (homework/gradescope.py, ContainerJail).
+GRADESCOPE_SETUP = b"\n# the grader's jail (homework/gradescope.py)\napt-get install -y bubblewrap\nchmod 711 /root\n"
+GRADER_SCRIPTS = ("checker.py", "jail.py", "runner.py", "grade.py", "records.py", "class_report.py", "sheets.py")
 # np.allclose / torch.allclose / isclose broadcast: an answer of shape (0, 4) is "close" to any 4 numbers.
 BARE_CLOSE = re.compile(r"\b(?:all|is)close\(")
 # A question's public tests as the student's notebook runs them: one case of otter's exception-based format.
@@ -205,7 +209,8 @@ def assign(master: nbformat.NotebookNode, name: str, dist: Path, package: Path, 
     with zipfile.ZipFile(otters_zip) as otters, zipfile.ZipFile(zip_path, "w", zipfile.ZIP_DEFLATED) as archive:
         for member in otters.infolist():  # otter's own run script and hidden tests stay out
             if member.filename != "run_otter.py" and not member.filename.startswith("tests/"):
-                archive.writestr(member, otters.read(member))
+                extra = GRADESCOPE_SETUP if member.filename == "setup.sh" else b""
+                archive.writestr(member, otters.read(member) + extra)
         archive.writestr("requirements.txt", "\n".join([f"{OTTER_PIN.replace('==', '[grading]==')}", *pinned]) + "\n")
         archive.writestr("key.json", key)
         archive.write(HOMEWORK / "gradescope.py", "run_otter.py")  # what otter's run_autograder runs

@@ -1,7 +1,7 @@
 """Grade a folder of submissions, each in its own jail, into one sheet per assignment.
 
-    python homework/grade.py SUBMISSIONS [--dist homework/dist] [--out DIR] [--jobs N]
-                             [--timeout SECONDS] [--roster roster.csv] [--python PYTHON]
+    python homework/grade.py SUBMISSIONS [--dist homework/dist] [--out DIR] [--jobs N] [--timeout SECONDS]
+                             [--roster roster.csv] [--deadline 2026-12-01T23:59+00:00] [--python PYTHON]
 
 Every file under SUBMISSIONS (any depth; ``.ipynb_checkpoints`` folders skipped) gets exactly one
 row. A notebook (``*.ipynb``) or a zip made by the notebook's export cell (only the one notebook
@@ -15,47 +15,37 @@ Each notebook's code runs in a jail (``jail.py``: bubblewrap, seccomp, no networ
 the Python environment of ``--python``; the jail returns answers as data and ``checker.py`` scores
 them in this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
 
-``OUT`` (default ``DIST/grades``, made 0700; every file in it 0600) receives, row by row:
-
-* ``NAME.csv`` per assignment: ``student_id`` (from ``--roster``), ``file``, ``sha256``,
-  ``graded_at``, one column per question, ``total``, ``possible``, ``error``; the first row,
-  ``file = (points possible)``, holds each question's maximum. An existing sheet is merged by
-  submission (a row is replaced only when the same ``file`` is graded again), and each write
-  replaces the sheet atomically (``sheets.py``).
-* ``unmatched.csv``: the files that could not be graded as a submission, and why.
-* ``feedback/NAME/HASH.json`` (HASH: the SHA-256 of the file's path, so no two submissions share
-  one): each test case's result, with the message and the student's values for public ones.
-* ``manual-NAME.md``: every written answer (cells tagged ``manual-answer``), for grading by hand.
+``OUT`` (default ``DIST/grades``) receives the sheets (one row per file, merged by file, each student's
+attempts numbered and the latest marked as the one that counts), ``unmatched.csv``, feedback, written answers and
+the class reports: ``records.py`` says what each holds. SUBMISSIONS may also be one student's folder or file
+inside a class folder graded before into the same ``OUT``: its files keep the names, so the rows, of that run
+(:func:`class_folder`).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import hashlib
 import io
 import json
 import os
-import re
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import checker
 from jail import Jail, python_paths
-from sheets import Sheet
+from records import POINTS_ROW as POINTS_ROW  # the sheets' first row, for readers of them
+from records import Records, Row, read_roster, student_of, utc
 
 HOMEWORK = Path(__file__).resolve().parent
-POINTS_ROW = "(points possible)"
 MANUAL_TAG = "manual-answer"
 MAX_BYTES = 16 * 2**20  # a notebook, a zip, or the notebook inside a zip
 MAX_MEMBERS = 1000
@@ -75,19 +65,6 @@ for name in sys.argv[1:]:
 """
 
 
-@dataclass
-class Row:
-    """One submission's line in a sheet."""
-
-    file: str
-    assignment: str = ""
-    sha256: str = ""
-    scores: dict[str, float] = field(default_factory=dict)
-    error: str = ""
-    graded_at: str = ""
-    student_id: str = ""
-
-
 def submissions(folder: Path) -> list[Path]:
     """Every file and symlink under ``folder`` (symlinked folders are not entered)."""
     found = []
@@ -99,8 +76,10 @@ def submissions(folder: Path) -> list[Path]:
 
 
 def file_name(path: Path, folder: Path) -> str:
-    """The path below ``folder`` as text; a byte that is not UTF-8 is written ``\\xNN``."""
-    return path.relative_to(folder).as_posix().encode("utf8", "surrogateescape").decode("utf8", "backslashreplace")
+    """The path below ``folder`` as text, one-to-one: a byte that is not UTF-8 is written ``\\xNN`` and a
+    backslash ``\\\\`` (so a file literally named ``caf\\xe9`` is not the one named ``caf`` and byte 0xE9)."""
+    text = path.relative_to(folder).as_posix().replace("\\", "\\\\")
+    return text.encode("utf8", "surrogateescape").decode("utf8", "backslashreplace")
 
 
 def read_bytes(path: Path) -> bytes:
@@ -194,115 +173,6 @@ def load_keys(dist: Path) -> dict[str, dict]:
     return {path.parent.parent.name: checker.load_key(path) for path in sorted(dist.glob("*/autograder/key.json"))}
 
 
-def points(key: dict) -> dict[str, float]:
-    return {q["name"]: float(q["points"] * len(q["cases"])) for q in key["questions"]}
-
-
-# ---------------------------------------------------------------- sheets, feedback, roster
-
-
-def read_roster(path: Path) -> list[tuple[str, str]]:
-    """``(student_id, file)`` pairs; ``file`` is a submission path or folder relative to SUBMISSIONS."""
-    with path.open(newline="", encoding="utf8") as handle:
-        reader = csv.DictReader(handle)
-        if not reader.fieldnames or not {"student_id", "file"} <= set(reader.fieldnames):
-            raise ValueError(f"roster: {path} needs the columns student_id and file")
-        return [(row["student_id"].strip(), row["file"].strip().strip("/")) for row in reader if row["file"].strip()]
-
-
-def student_of(file: str, roster: list[tuple[str, str]]) -> str:
-    for student, prefix in roster:
-        if file == prefix or file.startswith(prefix + "/"):
-            return student
-    return ""
-
-
-class Records:
-    """Where results go: one sheet per assignment, ``unmatched.csv``, feedback files, written answers."""
-
-    def __init__(self, out: Path, keys: dict[str, dict]):
-        self.out, self.points = out, {name: points(key) for name, key in keys.items()}
-        for folder in (out, out / "feedback", *(out / "feedback" / name for name in keys)):
-            folder.mkdir(parents=True, exist_ok=True)
-            folder.chmod(0o700)
-        base = ["student_id", "file", "sha256", "graded_at"]
-        self.sheets = {}
-        for name, possible in self.points.items():
-            header = [*base, *possible, "total", "possible", "error"]
-            first = {"file": POINTS_ROW, **possible, "possible": sum(possible.values())}
-            self.sheets[name] = Sheet(out / f"{name}.csv", header, [{k: _text(v) for k, v in first.items()}])
-        self.unmatched = Sheet(out / "unmatched.csv", [*base, "assignment", "error"])
-        self.manual_lock = threading.Lock()
-
-    def feedback_path(self, row: Row) -> Path:
-        return self.out / "feedback" / row.assignment / (hashlib.sha256(row.file.encode()).hexdigest() + ".json")
-
-    def record(self, row: Row, feedback: list[dict], answers: list[str]) -> None:
-        cells = {"student_id": row.student_id, "file": row.file, "sha256": row.sha256, "graded_at": row.graded_at}
-        cells["error"] = row.error
-        if row.assignment not in self.sheets:
-            self.unmatched.put({**cells, "assignment": row.assignment})
-            return
-        possible = self.points[row.assignment]  # a row with an error scores 0 and says why
-        cells.update({q: row.scores.get(q, 0.0) for q in possible})
-        cells.update(total=sum(row.scores.values()), possible=sum(possible.values()))
-        record = {"file": row.file, "student_id": row.student_id, "assignment": row.assignment, "sha256": row.sha256}
-        record.update(graded_at=row.graded_at, error=row.error, written_answers=answers, tests=feedback)
-        _write_atomically(self.feedback_path(row), json.dumps(record, indent=1))
-        self.sheets[row.assignment].put(cells)
-        self._write_manual(row.assignment)
-
-    def _write_manual(self, name: str) -> None:
-        """``manual-NAME.md``: every written answer of every submission with feedback, by question."""
-        with self.manual_lock:
-            files = sorted((self.out / "feedback" / name).glob("*.json"))
-            records = sorted((json.loads(path.read_text()) for path in files), key=lambda record: record["file"])
-            count = max((len(record["written_answers"]) for record in records), default=0)
-            lines = [f"# {name}: written answers, for grading by hand", ""]
-            for number in range(count):
-                lines += [f"## Written answer {number + 1}", ""]
-                for record in records:
-                    answers = record["written_answers"]
-                    who = f"{record['file']}" + (f" ({record['student_id']})" if record["student_id"] else "")
-                    text = quoted(answers[number]) if number < len(answers) else "(no answer cell)"
-                    lines += [f"### {one_line(who)}", "", text or "(empty)", ""]
-            _write_atomically(self.out / f"manual-{name}.md", "\n".join(lines))
-
-
-BLOCK_START = re.compile(r"^([ \t]*)([#=\-<>(\\])", re.MULTILINE)
-
-
-def quoted(answer: str) -> str:
-    """A written answer as Markdown text that starts no block of its own: a backslash before the first character
-    of each line that could begin a heading (ATX ``#`` or a setext ``=``/``-`` underline), an HTML block, a quote,
-    a placeholder such as ``(empty)``, or is a backslash itself; so every line of the answer renders as typed, and
-    the escaping is one-to-one up to line breaks, which all become ``\\n`` (remove that backslash to get the
-    answer back)."""
-    lines = answer.strip().replace("\r\n", "\n").replace("\r", "\n")
-    return BLOCK_START.sub(r"\1\\\2", lines)
-
-
-def one_line(text: str) -> str:
-    """``text`` with every character that is not printable (a line break above all) as a ``\\`` escape."""
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def _text(value: object) -> str:
-    return f"{value:g}" if isinstance(value, float | int) else str(value)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """``text`` as ``path`` whole or not at all; a character UTF-8 cannot encode (a lone surrogate) as ``\\udXXX``."""
-    handle, temporary = tempfile.mkstemp(prefix=".tmp.", dir=path.parent)  # mkstemp makes it 0600
-    try:
-        with os.fdopen(handle, "w", encoding="utf8", errors="backslashreplace") as out:
-            out.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 # ---------------------------------------------------------------- grading a folder
 
 
@@ -351,9 +221,38 @@ def _positive(text: str) -> float:
     return value
 
 
+def _deadline(text: str) -> str:
+    """An ISO 8601 time with its zone, as the UTC text ``submitted_at`` is compared with."""
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"give the deadline's time zone, e.g. {text}+00:00")
+    return utc(moment.timestamp())
+
+
+def class_folder(out: Path, graded: Path) -> Path:
+    """The folder that file names are relative to: the outermost folder this output folder graded before that holds
+    ``graded`` (so a regrade of one student's folder or file names its files as the class's run did, and replaces
+    their rows, roster ids included), else ``graded`` itself (a file's own folder), which is remembered."""
+    graded = graded.resolve()
+    memory = out / "class-folders"
+    known = [Path(os.fsdecode(line)) for line in memory.read_bytes().splitlines()] if memory.is_file() else []
+    holding = [folder for folder in known if folder == graded or folder in graded.parents]
+    if holding:
+        return min(holding, key=lambda folder: len(folder.parts))
+    folder = graded if graded.is_dir() else graded.parent
+    descriptor = os.open(memory, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with os.fdopen(descriptor, "ab") as handle:
+        handle.write(os.fsencode(folder) + b"\n")
+    return folder
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or exported .zip)")
+    parser.add_argument("submissions", type=Path, help="folder of submitted notebooks (.ipynb or exported .zip), "
+                        "or one student's folder or file in a class folder graded before")  # fmt: skip
     parser.add_argument("--dist", type=Path, default=HOMEWORK / "dist", help="where `make homework` built the keys")
     parser.add_argument("--out", type=Path, help="where sheets and feedback go (default: DIST/grades)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="submissions graded at once")
@@ -363,13 +262,17 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds one call of a student's function may run (a test whose call does not return fails)",
     )  # fmt: skip
     parser.add_argument("--roster", type=Path, help="CSV with columns student_id,file (file: path or folder)")
+    parser.add_argument("--deadline", type=_deadline, help="ISO 8601 time with zone: later hand-ins are marked late")
     parser.add_argument("--python", default=sys.executable, help="the Python environment that runs the notebooks")
     args = parser.parse_args(argv)
-    if not args.submissions.is_dir():
-        parser.error(f"{args.submissions} is not a folder")
+    if not args.submissions.exists():
+        parser.error(f"{args.submissions} does not exist")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    roster = read_roster(args.roster) if args.roster else []
+    try:
+        roster = read_roster(args.roster) if args.roster else []
+    except (OSError, ValueError) as error:
+        parser.error(str(error))
     keys = load_keys(args.dist)
     if not keys:
         parser.error(f"no key in {args.dist}/*/autograder/: run `make homework` first")
@@ -378,16 +281,18 @@ def main(argv: list[str] | None = None) -> int:
         if master.is_file() and master.stat().st_mtime > (args.dist / name / "autograder" / "key.json").stat().st_mtime:
             print(f"warning: homework/{name}/{name}.md is newer than its key; run `make homework`", file=sys.stderr)
     out = args.out or args.dist / "grades"
-    records = Records(out, keys)
+    records = Records(out, keys, args.deadline)
+    folder = class_folder(out, args.submissions)
     grader = Grader(keys, args.python, args.timeout, args.call_timeout)
 
     def grade_and_record(path: Path) -> Row:
         try:
-            row, feedback, answers = grader.grade_one(path, args.submissions)
+            row, feedback, answers = grader.grade_one(path, folder)
         except Exception as error:  # the grader's own failure still becomes a row
-            row, feedback, answers = Row(file=file_name(path, args.submissions)), [], []
+            row, feedback, answers = Row(file=file_name(path, folder)), [], []
             row.error = f"{GRADER_ERROR}: {type(error).__name__}"
         row.student_id = student_of(row.file, roster)
+        row.submitted_at = utc(os.lstat(path).st_mtime)  # the hand-in time: see records.py
         try:
             records.record(row, feedback, answers)
         except (OSError, ValueError) as error:  # e.g. a full disk: say so, and go on with the next file
@@ -397,10 +302,14 @@ def main(argv: list[str] | None = None) -> int:
         print(line.encode("utf-8", "backslashreplace").decode("utf-8"), flush=True)  # a lone surrogate, escaped
         return row
 
+    found = [args.submissions] if args.submissions.is_file() or args.submissions.is_symlink() else []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        rows = list(pool.map(grade_and_record, submissions(args.submissions)))
+        rows = list(pool.map(grade_and_record, found or submissions(args.submissions)))
+    records.close(roster)
     failed = sum(bool(row.error) for row in rows)
     print(f"{len(rows)} files, {failed} not graded (see the error column) -> {out}/")
+    if roster:
+        print(f"students with no submission and files not in the roster: {out}/reports/roster.csv")
     if broken := sum(row.error.startswith(GRADER_ERROR) for row in rows):
         print(f"{broken} files were not graded because of the grader: fix it and grade them again", file=sys.stderr)
         return 1

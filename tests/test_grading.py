@@ -419,7 +419,7 @@ def test_roster_feedback_and_written_answers(graded, grades):
     assert len(feedback["tests"]) == sum(questions("hw1-advantages").values())
     assert all(entry["passed"] for entry in feedback["tests"])
     manual = (out / "manual-hw1-advantages.md").read_text()
-    assert f"### solutions/hw1-advantages.ipynb (S-001)\n\n{WRITTEN_ANSWER}" in manual
+    assert f"### solutions\\/hw1\\-advantages\\.ipynb \\(S\\-001\\)\n\n```text\n{WRITTEN_ANSWER}\n```" in manual
 
 
 def test_every_file_has_exactly_one_row(graded, grades):

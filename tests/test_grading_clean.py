@@ -7,15 +7,20 @@
   their points in tests/test_grading.py, with the same key, checker and jail.) On Gradescope, the entries shown
   at once carry no hidden point and the total waits for publication (the red team's, issue #24).
 * ``jail.py`` run by an ordinary user (uid 65534) with the system's Python: bubblewrap needs no privilege.
+* The zip's run script as Gradescope runs it, as root, where bubblewrap starts and in a container where it cannot
+  (no ``CAP_SYS_ADMIN``, Docker's default): full marks both ways, the key unread and the results untouched by the
+  student's code; where no jail can start, no results at all (never a 0) and the reason on stderr.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +35,7 @@ from homework_support import (
     questions,
     reference,
     shared_dist,
+    with_cell,
     write,
     wrong_submission,
 )
@@ -158,3 +164,112 @@ def test_the_jail_needs_no_root(tmp_path):
     uid, pid, capabilities, net, top = json.loads(done.stdout)
     assert (uid, pid, capabilities, net) == (65534, 2, "0000000000000000", "PermissionError")  # no socket at all
     assert top == ["bin", "dev", "grader", "lib", "lib64", "proc", "submission", "tmp", "usr"]
+
+
+# A student's last cell, run as whatever the jail makes it: it tries to overwrite the results and the key, and to copy
+# the key to a folder anyone may write, and says who it ran as.
+TAMPER = """\
+import os
+for target in ({results!r}, {key!r}):
+    try:
+        open(target, "w").write("{{}}")
+    except OSError:
+        pass
+try:
+    text = open({key!r}).read()
+    open({drop!r} + "/key", "w").write(text)
+except OSError:
+    pass
+try:
+    open({drop!r} + "/uid", "w").write(str(os.getuid()))
+except OSError:
+    pass
+"""
+# The container: a mount namespace of its own where /root is 0711 (as the zip's setup.sh makes it, so the jail's
+# uid reaches the Python environment under it without listing /root), then the run script without CAP_SYS_ADMIN,
+# so bubblewrap cannot make a namespace ("Creating new namespace failed: Operation not permitted"), as in Docker.
+CONTAINER = """\
+set -e
+mkdir -p "$SCRATCH/root/.pyenv"
+chmod 711 "$SCRATCH/root"
+mount --bind /root/.pyenv "$SCRATCH/root/.pyenv"
+mount --rbind "$SCRATCH/root" /root
+exec setpriv --bounding-set=-sys_admin -- "$@"
+"""
+
+
+def gradescope_run(dist: Path, base: Path, files: dict[str, nbformat.NotebookNode | bytes], how: str):
+    """``(completed process, drop folder, key bytes)`` of hw1's zip run as Gradescope runs it (as root), ``how``:
+    ``bwrap``, ``container`` or ``container without /root`` (the jail's uid cannot reach the Python: no jail)."""
+    autograder = base / "autograder"
+    with zipfile.ZipFile(dist / HW1 / "autograder" / f"{HW1}-autograder.zip") as archive:
+        archive.extractall(autograder / "source")
+        key = archive.read("key.json")
+    drop = base / "drop"
+    drop.mkdir()
+    drop.chmod(0o777)
+    for name, content in files.items():
+        path = autograder / "submission" / name
+        if isinstance(content, bytes):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        else:
+            write(content, path)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env |= {"AUTOGRADER": str(autograder), "SCRATCH": str(base)}
+    command = [sys.executable, str(autograder / "source" / "run_otter.py")]
+    if how == "container":
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", CONTAINER, "sh", *command]
+    elif how == "container without /root":
+        command = ["setpriv", "--bounding-set=-sys_admin", "--", *command]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900), drop, key
+
+
+def test_the_zips_setup_installs_bubblewrap_and_opens_root_to_the_jail(dist):
+    """Gradescope builds its image with the zip's setup.sh: without bubblewrap every submission scored 0."""
+    with zipfile.ZipFile(dist / HW1 / "autograder" / f"{HW1}-autograder.zip") as archive:
+        setup = archive.read("setup.sh").decode().splitlines()
+    assert setup[-2:] == ["apt-get install -y bubblewrap", "chmod 711 /root"]
+
+
+@pytest.fixture
+def open_folder():
+    """A folder every user may enter (pytest's are root's alone, which would hide the key by themselves)."""
+    with tempfile.TemporaryDirectory(dir="/tmp", prefix="gradescope-") as folder:
+        os.chmod(folder, 0o755)
+        yield Path(folder)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root")
+@pytest.mark.parametrize("how", ["bwrap", "container"])
+def test_gradescope_grades_with_or_without_bubblewrap(dist, open_folder, how):
+    """The reference solutions with a last cell that tampers: full marks, the key neither changed nor copied, the
+    results the grader's. Both the notebook and its exported zip are uploaded: graded once (before: 0, "found 2").
+    Before: in the container every submission scored 0, "the notebook's process ended before it answered"."""
+    solved = reference(dist, HW1)
+    results, key = open_folder / "autograder" / "results" / "results.json", open_folder / "autograder/source/key.json"
+    tamper = TAMPER.format(results=str(results), key=str(key), drop=str(open_folder / "drop"))
+    exported = io.BytesIO()
+    with zipfile.ZipFile(exported, "w") as archive:
+        archive.writestr(f"{HW1}.ipynb", nbformat.writes(solved))
+    files = {f"{HW1}.ipynb": with_cell(solved, tamper), f"{HW1}.zip": exported.getvalue()}
+    done, drop, key_bytes = gradescope_run(dist, open_folder, files, how)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == {"bwrap": "jail: Jail", "container": "jail: ContainerJail"}[how]
+    result = json.loads(results.read_text())
+    assert result["score"] == sum(questions(HW1).values()), result
+    assert key.read_bytes() == key_bytes and not (drop / "key").exists()
+    # in bubblewrap's jail the drop folder is not even there; in the container the cell ran, as the jail's own uid
+    assert sorted(p.name for p in drop.iterdir()) == ([] if how == "bwrap" else ["uid"])
+    if how == "container":
+        assert (drop / "uid").read_text() == "65063"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Gradescope runs the autograder as root")
+def test_where_no_jail_can_start_no_student_gets_a_zero(dist, open_folder):
+    """No bubblewrap and a Python the jail's uid cannot reach (/root 0700): no results.json (Gradescope tells the
+    instructor the autograder failed; the student gets no score), exit status 1, each jail's reason on stderr."""
+    done, _, _ = gradescope_run(dist, open_folder, {f"{HW1}.ipynb": reference(dist, HW1)}, "container without /root")
+    assert done.returncode == 1 and not (open_folder / "autograder" / "results" / "results.json").exists()
+    assert done.stderr.startswith("grading cannot run: no jail could start here (Jail: ")
+    assert "ContainerJail: " in done.stderr
