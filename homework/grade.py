@@ -33,7 +33,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
