@@ -184,3 +184,16 @@ def test_hw10_accepts_every_share_rounded_either_way_and_nothing_further():
             if not all(rounds_to(t / 1000, m / n) for t in right) or any(rounds_to(t / 1000, m / n) for t in wrong):
                 refused.append(f"{m}/{n}")
     assert ties > 0 and refused == [], f"{len(refused)} shares judged wrongly, the first {refused[:5]}"
+
+
+@pytest.mark.parametrize("name", build.assignment_names())
+def test_every_hidden_case_names_the_mistake_it_catches(name):
+    """The class report counts mistakes by name: every hidden case of every assignment carries one in the key
+    (``# mistake: NAME`` under ``# HIDDEN``), and no public case does (a student sees those)."""
+    for question in checker.make_key(build.master_notebook(name))["questions"]:
+        for number, case in enumerate(question["cases"], 1):
+            where = f"{name} {question['name']} case {number}"
+            if case["hidden"]:
+                assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", case["mistake"] or ""), f"{where} names no mistake"
+            else:
+                assert "mistake" not in case and "# mistake:" not in case["code"], f"{where} is public"
