@@ -167,6 +167,8 @@ def hidden_passes(name: str) -> dict[tuple[str, str], tuple[int, int]]:
     master = build.master_notebook(name)
     key, cells, parameters = checker.make_key(master), reference_cells(master), functions(master)
     used = set(checker.used_names(key))
+    reference = checked(key, cells)
+    assert all(passed for cases in reference.values() for _, passed in cases), f"{name}: reference {reference}"
     found = {}
     for question, names in solution_names(master).items():
         graded = [name for name in names if name in used]
