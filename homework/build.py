@@ -73,25 +73,49 @@ BARE_CLOSE = re.compile(r"\b(?:all|is)close\(")
 PUBLIC_TEST_FILE = """\
 OK_FORMAT = False
 
+import sys
+import types
+
 from otter.test_files import test_case
 
 name = {question!r}
+student_names = {student_names!r}  # what the student writes, of what the checks read
+unfinished = []  # stubs the checks met: a value left as ... or None, a function that returned None
 
 
 def notebook_values(env, *names):
-    \"\"\"The notebook's values of ``names``; a NameError says which are not defined yet.\"\"\"
+    \"\"\"The notebook's values of ``names``, each function watched for returning None; a NameError says which are not
+    defined yet, and that a cell raised if one did (IPython keeps the last error in ``sys.last_value``).\"\"\"
     missing = [each for each in names if each not in env]
     if missing:
-        raise NameError(f"{{', '.join(missing)}} not defined: run the cells above this check first")
-    return [env[each] for each in names]
+        raised = getattr(sys, "last_value", None)
+        why = f"a cell above raised {{type(raised).__name__}}: fix it, then " if raised else ""
+        raise NameError(f"{{', '.join(missing)}} not defined: {{why}}run the cells above this check first")
+    mine = [each for each in names if each in student_names]
+    stubs = [each for each in mine if env[each] is ... or env[each] is None]
+    unfinished.extend(f"{{each}} is still {{'...' if env[each] is ... else None}}: replace it with your answer"
+                      for each in stubs)  # fmt: skip
+    return [watched(each, env[each]) if each in mine and isinstance(env[each], types.FunctionType) else env[each]
+            for each in names]  # fmt: skip
+
+
+def watched(name, function):
+    def call(*args, **kwargs):
+        result = function(*args, **kwargs)
+        if result is None:
+            unfinished.append(f"{{name}} returned None: finish the function (it must return its answer)")
+        return result
+
+    return call
 
 
 @test_case(hidden=False)
 def public_checks(env):
+    unfinished.clear()
     try:
 {body}
     except Exception as error:  # otter prints the failing line and this message: one line, whatever it shows
-        error.args = (" ".join(str(error).split()),)
+        error.args = (unfinished[0] if unfinished else " ".join(str(error).split()),)
         raise
 """
 
@@ -246,7 +270,9 @@ def public_test_files(key: dict) -> dict[str, str]:
         lines = [f"{', '.join(free)}{',' * (len(free) == 1)} = notebook_values(env, {', '.join(map(repr, free))})"]
         lines = (lines if free else []) + ast.unparse(tree).splitlines()
         body = "\n".join(f"        {line}" for line in lines)
-        files[f"{question['name']}.py"] = PUBLIC_TEST_FILE.format(question=question["name"], body=body)
+        files[f"{question['name']}.py"] = PUBLIC_TEST_FILE.format(
+            question=question["name"], student_names=sorted(set(free) & set(key["student_names"])), body=body
+        )
     return files
 
 
@@ -287,6 +313,27 @@ def silent_assertions(key: dict) -> list[str]:
                 if not any(isinstance(part, ast.FormattedValue) for part in parts):
                     found.append(f"{question['name']}: {ast.unparse(node)}")
     return found
+
+
+def quote_stripped_assertions(key: dict) -> list[str]:
+    """The assertions a student may see (public tests, the notebook's own checks) whose message could begin or end
+    with a quote: otter strips ``'`` from both ends of the message it prints (``'1/2' and '2/4' are the same
+    number`` lost its first quote), so a message never begins or ends with a ``!r`` value or a quote."""
+    found = []
+    sources = [case["code"] for question in key["questions"] for case in question["cases"] if not case["hidden"]]
+    for source in [*key["setup"], *sources]:
+        for node in ast.walk(ast.parse(source)):
+            parts = node.msg.values if isinstance(node, ast.Assert) and isinstance(node.msg, ast.JoinedStr) else []
+            ends = [(parts[0], 0), (parts[-1], -1)] if parts else []
+            if any(_quoted(part, end) for part, end in ends):
+                found.append(ast.unparse(node))
+    return found
+
+
+def _quoted(part: ast.AST, end: int) -> bool:
+    if isinstance(part, ast.FormattedValue):
+        return part.conversion == ord("r")
+    return isinstance(part, ast.Constant) and part.value[end:][:1] == "'"
 
 
 def portable_student_notebook(name: str, student: Path, key: dict) -> None:
@@ -352,6 +399,9 @@ def build(name: str, dist: Path, package: Path, *, run_tests: bool = True) -> li
     silent = silent_assertions(make_key(master))
     if silent:
         raise RuntimeError(f"{name}: a public assertion's message must show the student's value:\n{silent[0]}")
+    quoted = quote_stripped_assertions(make_key(master))
+    if quoted:
+        raise RuntimeError(f"{name}: a message that otter would print without its outer quote:\n{quoted[0]}")
     out = assign(master, name, dist, package, run_tests=run_tests)
     return find_leaks(master, out / "student")
 

@@ -5,7 +5,8 @@ An assignment's **key** (``key.json``, written by ``build.py`` from the master) 
 * ``setup``: the master's code cells outside its tests, reference solutions included;
 * ``student_names``: the names the master's solution cells define (what a student writes);
 * ``questions``: per question, its test cases (the master's test cells, each worth ``points``,
-  ``hidden`` or not), in order.
+  ``hidden`` or not), in order; a hidden case also names the ``mistake`` it is designed to catch
+  (its ``# mistake: NAME`` line), which feedback entry ``(question, case)`` indexes (``case`` from 1).
 
 To grade a notebook, :func:`grade` asks the jailed ``runner.py`` to run the notebook's cells and
 return, as data, the value of every student name the tests use. Each test case then runs *here*,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the grader never imports nbformat (1.5 CPU-s: grade.parse_n
 
 FEEDBACK_CHARS = 300
 CALL_SECONDS = 60.0  # one call of a student's function (the whole submission has its own limit, grade.py's)
+MISTAKE = re.compile(r"^# mistake: ([a-z0-9-]+)$", re.MULTILINE)
 RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b")
 
 
@@ -76,12 +78,19 @@ def make_key(master: nbformat.NotebookNode) -> dict:
                 questions.append(question)
             blocks.append(block) if kind == "BEGIN" else blocks.pop()
         elif cell.cell_type == "code" and blocks[-1:] == ["TESTS"]:
-            question["cases"].append({"code": cell.source, "hidden": first.strip() == "# HIDDEN"})
+            case = {"code": cell.source, "hidden": first.strip() == "# HIDDEN"}
+            question["cases"].append(case | ({"mistake": mistake_of(cell.source)} if case["hidden"] else {}))
         elif cell.cell_type == "code":
             setup.append(cell.source)
             if blocks[-1:] == ["SOLUTION"]:
                 student_names |= defined_names(cell.source)
     return {"setup": setup, "student_names": sorted(student_names), "questions": questions}
+
+
+def mistake_of(source: str) -> str | None:
+    """The mistake a hidden case is designed to catch: its ``# mistake: NAME`` line (the class report counts them)."""
+    found = MISTAKE.search(source)
+    return found[1] if found else None
 
 
 def yaml_config(source: str) -> dict:

@@ -164,3 +164,36 @@ def test_near_miss_loses_exactly_its_points(miss):
     assert points(results) == {**possible(master), **miss["scores"]}
     lost = [hidden for outcome in results.values() for hidden, passed in outcome if not passed]
     assert lost and all(lost) == miss["subtle"], "a subtle near-miss loses hidden points only, the others a public one"
+
+
+def test_hw10_accepts_every_share_rounded_either_way_and_nothing_further():
+    """hw10 asks for shares rounded to 3 decimals. A share is k/S (zero-variance steps out of S <= 40 steps) or the
+    mean of S clip fractions j/G (G <= 32): m/(G*S). At every such value the roundings are accepted (both at a tie:
+    5/16 = 0.3125 as 0.312 or 0.313, whose float difference from 0.3125 is 5.0000000000000004e-4), and the next
+    thousandth on either side is not."""
+    rounds_to = checker.reference(checker.make_key(build.master_notebook("hw10-lab-experiment")))["rounds_to"]
+    denominators = {steps * size for steps in range(1, 41) for size in (1, *range(2, 33))}
+    refused, ties = [], 0
+    for n in sorted(denominators):
+        for m in range(n + 1):
+            low, twice_rest = divmod(1000 * m, n)
+            twice_rest *= 2
+            right = [low, low + 1] if twice_rest == n else [low + (twice_rest > n)]
+            ties += twice_rest == n
+            wrong = [t for t in (right[0] - 1, right[-1] + 1) if 0 <= t <= 1000]
+            if not all(rounds_to(t / 1000, m / n) for t in right) or any(rounds_to(t / 1000, m / n) for t in wrong):
+                refused.append(f"{m}/{n}")
+    assert ties > 0 and refused == [], f"{len(refused)} shares judged wrongly, the first {refused[:5]}"
+
+
+@pytest.mark.parametrize("name", build.assignment_names())
+def test_every_hidden_case_names_the_mistake_it_catches(name):
+    """The class report counts mistakes by name: every hidden case of every assignment carries one in the key
+    (``# mistake: NAME`` under ``# HIDDEN``), and no public case does (a student sees those)."""
+    for question in checker.make_key(build.master_notebook(name))["questions"]:
+        for number, case in enumerate(question["cases"], 1):
+            where = f"{name} {question['name']} case {number}"
+            if case["hidden"]:
+                assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", case["mistake"] or ""), f"{where} names no mistake"
+            else:
+                assert "mistake" not in case and "# mistake:" not in case["code"], f"{where} is public"

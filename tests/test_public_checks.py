@@ -20,6 +20,7 @@ from test_homework_new import NEAR_MISSES, blanked, code_cells
 
 pytestmark = pytest.mark.homework
 MAX_LINES = 6
+STUB = re.compile(r"returned None: finish the function|is still \.\.\.: replace it with your answer")
 TRACE = re.compile(r"Traceback|File \"|Trying:|Expecting|\*{10}|Failed example")
 
 
@@ -98,5 +99,33 @@ def test_a_failing_public_check_prints_its_message_and_the_students_value(
         expected = " ".join(re.sub(r" \(your values: .*\)$", "", failures[question], flags=re.DOTALL).split())
         if error == "AssertionError" and patches is not None:  # blank: the checker cannot read `...`, otter can
             assert message == expected, (message, failures[question])
-        if error == "AssertionError" and lines[-2].strip().startswith("assert "):
+        if patches is None:  # the blank notebook: the check names the stub, not what a stub did to a test
+            assert STUB.search(message), shown
+        elif error == "AssertionError" and lines[-2].strip().startswith("assert "):
             assert shows_a_value(lines[-2], message), shown
+
+
+@pytest.mark.parametrize("raised", [None, ZeroDivisionError("division by zero")], ids=["none-raised", "one-raised"])
+def test_a_name_not_yet_defined_says_whether_a_cell_above_raised(raised, monkeypatch):
+    """A public check of a name that is not defined says to run the cells above; if a cell raised (IPython keeps the
+    last error in ``sys.last_value``), it says so first: running the cells again would not define it."""
+    key = checker.make_key(build.master_notebook("hw1-advantages"))
+    namespace: dict = {}
+    exec(build.public_test_files(key)["q1.py"], namespace)
+    monkeypatch.delattr("sys.last_value", raising=False)
+    if raised is not None:
+        monkeypatch.setattr("sys.last_value", raised, raising=False)
+    with pytest.raises(NameError) as error:
+        namespace["notebook_values"]({}, "group_advantages")
+    hint = "a cell above raised ZeroDivisionError: fix it, then " if raised else ""
+    assert str(error.value) == f"group_advantages not defined: {hint}run the cells above this check first"
+
+
+def test_build_refuses_a_message_that_otter_would_print_without_its_quote(monkeypatch, tmp_path):
+    """Otter prints ``str(error).strip("'")``: a message that begins with a quoted value loses its first quote."""
+    master = build.master_notebook("hw6-verifier-groups")
+    (cell,) = [cell for cell in master.cells if "are the same number" in cell.source]
+    cell.source = cell.source.replace('f"the answers {_t_a!r} and', 'f"{_t_a!r} and')
+    monkeypatch.setattr(build, "master_notebook", lambda name: master)
+    with pytest.raises(RuntimeError, match="without its outer quote"):
+        build.build("hw6-verifier-groups", tmp_path, tmp_path / "unused")
