@@ -21,15 +21,10 @@ from sheets import csv_text
 EXAMPLES = 3
 
 
-def mistake_of(question: str, number: int, case: dict, entry: dict) -> str:
-    """The mistake a hidden case is designed to catch: the ``mistake`` its result or key case carries, else the
-    comment line right after ``# HIDDEN`` in the master (how the masters name it today), else its place."""
-    named = entry.get("mistake") or case.get("mistake")
-    if named:
-        return str(named)
-    lines = case["code"].strip().splitlines()[1:2]
-    comment = lines[0].strip() if lines else ""
-    return comment.lstrip("#").strip() if comment.startswith("#") else f"{question}, hidden case {number}"
+def mistake_of(question: str, number: int, case: dict) -> str:
+    """The mistake a hidden case is designed to catch: the ``mistake`` the key gives it (the master's ``# mistake:
+    NAME`` line, :func:`checker.mistake_of`), or its place when the master names none."""
+    return case.get("mistake") or f"{question}, hidden case {number}"
 
 
 def hang_of(record: dict) -> str:
@@ -58,7 +53,7 @@ def facts(key: dict, records: list[dict]) -> list[tuple[str, str, str, int, list
         for entry in record["tests"]:
             if entry["hidden"] and not entry["passed"]:
                 case = cases[(entry["question"], entry["case"])]
-                what = mistake_of(entry["question"], entry["case"], case, entry)
+                what = mistake_of(entry["question"], entry["case"], case)
                 files = mistakes.setdefault((entry["question"], what), [])
                 if record["file"] not in files:
                     files.append(record["file"])

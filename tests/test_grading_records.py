@@ -26,7 +26,7 @@ from sheets import Sheet
 grade = homework_support.grade
 
 NAME = "hw0-toy"
-# Two questions; q1: one public case and two hidden ones, each naming its mistake as the masters do; q2: one hidden.
+# Two questions; q1: one public case and two hidden ones, each naming its mistake as checker.make_key names a master's (# mistake: NAME); q2: one hidden.
 KEY = {
     "setup": [],
     "student_names": [],
@@ -36,14 +36,14 @@ KEY = {
             "points": 1,
             "cases": [
                 {"code": "assert sign_ok", "hidden": False},
-                {"code": "# HIDDEN\n# the advantage's sign flipped\nassert a", "hidden": True},
+                {"code": "# HIDDEN\nassert a", "hidden": True, "mistake": "sign-flipped"},
                 {"code": "# HIDDEN\nassert b", "hidden": True},
             ],
         },
         {
             "name": "q2",
             "points": 2,
-            "cases": [{"code": "# HIDDEN\n# re-seeded inside the loop\nassert c", "hidden": True}],
+            "cases": [{"code": "# HIDDEN\nassert c", "hidden": True, "mistake": "reseeded-in-loop"}],
         },
     ],
 }
@@ -372,8 +372,8 @@ def test_the_class_report_names_the_mistakes_on_a_synthetic_class(dist, tmp_path
         ("points", "q1", "3 of 3", "5", ""),
         ("points", "q2", "0 of 2", "3", ""),  # s5, s6 and s10
         ("points", "q2", "2 of 2", "7", ""),
-        ("mistake", "q1", "the advantage's sign flipped", "4", "s1.ipynb | s2.ipynb | s3.ipynb"),
-        ("mistake", "q2", "re-seeded inside the loop", "2", "s5.ipynb | s6.ipynb"),
+        ("mistake", "q1", "sign-flipped", "4", "s1.ipynb | s2.ipynb | s3.ipynb"),
+        ("mistake", "q2", "reseeded-in-loop", "2", "s5.ipynb | s6.ipynb"),
         ("public passed, hidden failed", "q1", "", "3", "s1.ipynb | s2.ipynb | s3.ipynb"),
         ("hang", "", "ran longer than its time limit", "1", "s10.ipynb"),
     ]
@@ -384,8 +384,8 @@ def test_the_class_report_names_the_mistakes_on_a_synthetic_class(dist, tmp_path
     assert captions == [caption for caption, _ in SECTIONS.values()]
     (mistakes,) = [table for table in page.tables if table["caption"].startswith("Mistakes")]
     assert mistakes["rows"][1:] == [
-        ["q1", "the advantage's sign flipped", "4", "s1.ipynb | s2.ipynb | s3.ipynb"],
-        ["q2", "re-seeded inside the loop", "2", "s5.ipynb | s6.ipynb"],
+        ["q1", "sign-flipped", "4", "s1.ipynb | s2.ipynb | s3.ipynb"],
+        ["q2", "reseeded-in-loop", "2", "s5.ipynb | s6.ipynb"],
     ]
 
 
