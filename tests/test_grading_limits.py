@@ -1,7 +1,7 @@
 """The trusted side's limits (issues #37 and #38), each attack graded by ``homework/grade.py`` as ``make grade`` runs.
 
 * A forged reply (a cell writes its own on the runner's reply descriptor) is decoded in time linear in its bytes:
-  a set of 120,000 ints that all hash alike, a set of 90,000 pairs whose tuples hash alike, an array shape of 1,500
+  a set of 200,000 ints that all hash alike, a set of 150,000 pairs whose tuples hash alike, an array shape of 2,500
   ints of 4,300 digits (``math.prod``), and a costliest reply the checker accepts, each graded with ``--jobs 2``
   beside an honest hw4 notebook that must keep its 16 points (the flood froze both grading threads and every
   jail's watchdog: the honest one got 0).
@@ -75,16 +75,16 @@ def _colliding_pairs(count):
 """
 FORGED = {
     # Each attack below costs the old decode time quadratic in its size: at the sizes given in parentheses it took
-    # the CPU seconds given, so at these sizes well over twice the honest notebook's 60 s, on any machine.
-    # The issue's flood: 120,000 ints k * (2**61 - 1), which all hash to 0, so building the set compares every pair
+    # the CPU seconds given, so at these sizes over twice the honest notebook's 180 s, on any machine.
+    # The issue's flood: 200,000 ints k * (2**61 - 1), which all hash to 0, so building the set compares every pair
     # (16,000: 2.8 CPU-s, in the issue).
-    "int-flood": _forged("{'mean_R': {'set': [_k * (2**61 - 1) for _k in range(120_000)]}}"),
-    # The same within int64: 90,000 pairs whose tuples all hash alike (20,000: 8.9 CPU-s).
-    "tuple-flood": COLLIDING_PAIRS + _forged("{'mean_R': {'set': _colliding_pairs(90_000)}}"),
-    # One shape of 1,500 ints of 4,300 digits (the most Python's int() reads), whose product math.prod builds
+    "int-flood": _forged("{'mean_R': {'set': [_k * (2**61 - 1) for _k in range(200_000)]}}"),
+    # The same within int64: 150,000 pairs whose tuples all hash alike (20,000: 8.9 CPU-s).
+    "tuple-flood": COLLIDING_PAIRS + _forged("{'mean_R': {'set': _colliding_pairs(150_000)}}"),
+    # One shape of 2,500 ints of 4,300 digits (the most Python's int() reads), whose product math.prod builds
     # (400: 10.8 CPU-s).
     "big-int-shape": _forged(
-        "{'mean_R': {'ndarray': {'dtype': 'float64', 'shape': [10**4299 + _k for _k in range(1500)], 'data': []}}}"
+        "{'mean_R': {'ndarray': {'dtype': 'float64', 'shape': [10**4299 + _k for _k in range(2500)], 'data': []}}}"
     ),
     # A reply the checker reads, of 16 MB (MAX_REPLY is 16 MiB), made of what costs it most: 50,000 sets of 8
     # pairs (MAX_SHARED_HASH) whose tuples hash alike.
@@ -94,7 +94,8 @@ FORGED = {
 
 @pytest.mark.parametrize("attack", FORGED)
 def test_a_forged_reply_costs_an_honest_notebook_graded_beside_it_nothing(dist, tmp_path, attack):
-    """Graded at once (``--jobs 2``) with an honest hw4 notebook, whose jail has 60 s: the floods and the big-int
+    """Graded at once (``--jobs 2``) with an honest hw4 notebook, whose jail has 180 s (it needs 4 on an idle machine,
+    over 60 at load average 20): the floods and the big-int
     shape held the interpreter lock for minutes in the grader's process (both grading threads and every jail's
     watchdog stood still), so the honest one ran out of time and got 0 of 16 ("ran longer than its time limit").
     The attack itself gets a row: its forged value is refused as unreadable or read as a wrong answer."""
@@ -102,7 +103,7 @@ def test_a_forged_reply_costs_an_honest_notebook_graded_beside_it_nothing(dist, 
     write(with_cell(notebook(dist, HW1, "student"), FORGED[attack]), folder / "a-forged.ipynb")
     write(reference(dist, HW4), folder / "b-honest.ipynb")
     out = tmp_path / "out"
-    options = ["--dist", str(dist), "--out", str(out), "--jobs", "2", "--timeout", "60"]
+    options = ["--dist", str(dist), "--out", str(out), "--jobs", "2", "--timeout", "180"]
     assert grade.main([str(folder), *options]) == 0
     rows = sheets(out)
     honest, forged = rows["b-honest.ipynb"], rows["a-forged.ipynb"]
