@@ -116,6 +116,18 @@ def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
     )
 
 
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_root_may_start_it_and_only_root_is_told_it_may(monkeypatch, uid):
+    """A container or a Codespace runs ``make lab`` as root, whom Jupyter refuses unless allow_root is set: the
+    configuration sets it for uid 0 alone, and keeps the server on localhost."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.setattr("os.geteuid", lambda: uid)
+    config = PyFileConfigLoader(LAB_CONFIG.name, path=str(LAB_CONFIG.parent)).load_config()
+    assert config.ServerApp.allow_root is (uid == 0)
+    assert config.ServerApp.ip == "localhost"
+
+
 def test_the_project_settings_apply(reader_lab):
     """overrides.json: no news pop-up (and no update check), a .md opens as a notebook."""
     base, token = reader_lab
