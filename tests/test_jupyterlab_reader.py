@@ -128,6 +128,21 @@ def test_root_may_start_it_and_only_root_is_told_it_may(monkeypatch, uid):
     assert config.ServerApp.ip == "localhost"
 
 
+def test_the_landing_page_names_its_links_and_cites_in_words():
+    """jupyterlab-myst shows a link without text as its raw path and leaves a {cite} role as its bare key: the landing
+    page (book/intro.md, which a notebook's link opens in JupyterLab) names every link, each notebook by its title,
+    and cites in words, so that its table reads the same there as on the site."""
+    text = (ROOT / "book" / "intro.md").read_text(encoding="utf8")
+    assert re.findall(r"\[\]\([^)]*\)", text) == [], "links without text"
+    assert re.findall(r"\{cite(?::\w+)?\}`[^`]*`", text) == [], "citation roles"
+    named = dict((target, name) for name, target in re.findall(r"\[([^\]]+)\]\(\.\./(notebooks/[^)#]+\.md)\)", text))
+    titles = {
+        f"notebooks/{path.name}": re.search(r"^# (.+)$", path.read_text(encoding="utf8"), re.M).group(1)
+        for path in (ROOT / "notebooks").glob("*.md")
+    }
+    assert named and named == {target: titles[target] for target in named}
+
+
 def test_the_project_settings_apply(reader_lab):
     """overrides.json: no news pop-up (and no update check), a .md opens as a notebook."""
     base, token = reader_lab
