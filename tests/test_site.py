@@ -1098,15 +1098,17 @@ def alt_problems(html: str) -> list[str]:
     return problems
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
-def test_every_image_says_what_it_shows():
+def problems_on_built_pages(check) -> dict[str, list[str]]:
+    """``check(html)`` on every built page (the source listings left out), by page, where it finds something."""
     pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
     assert len(pages) == len(PAGES) + 1, f"{SITE} is not built: run `make book` first"
-    missing = {}
-    for path in pages:
-        problems = alt_problems(path.read_text(encoding="utf8"))
-        if problems:
-            missing[path.relative_to(SITE).as_posix()] = problems
+    found = {path.relative_to(SITE).as_posix(): check(path.read_text(encoding="utf8")) for path in pages}
+    return {page: problems for page, problems in found.items() if problems}
+
+
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
+def test_every_image_says_what_it_shows():
+    missing = problems_on_built_pages(alt_problems)
     assert missing == {}, "images whose alt text is missing, empty or a file path"
 
 
@@ -1172,14 +1174,9 @@ def heading_name_problems(html: str) -> list[str]:
     return problems
 
 
+@pytest.mark.book  # reads the built site, like the image check
 def test_every_heading_is_named_by_all_it_shows():
-    pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
-    assert len(pages) == len(PAGES) + 1, f"{SITE} is not built: run `make book` first"
-    found = {}
-    for path in pages:
-        problems = heading_name_problems(path.read_text(encoding="utf8"))
-        if problems:
-            found[path.relative_to(SITE).as_posix()] = problems
+    found = problems_on_built_pages(heading_name_problems)
     assert found == {}, "headings whose name (screen reader, 'On this page') is not what they show"
 
 
