@@ -31,8 +31,12 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
   the menus, the context menu and the shortcuts) and every cell is drawn when
   the notebook opens (``windowingMode: none``; the notebooks are short).
   tests/test_jupyterlab_reader.py runs every notebook to check it.
+* In a container or a Codespace the reader is root, whom Jupyter refuses to
+  serve unless told to: it is told to there, and only there (uid 0). The
+  server still listens on localhost only and asks for its token.
 """
 
+import os
 from pathlib import Path
 
 from jupytext import AsyncTextFileContentsManager
@@ -53,6 +57,8 @@ class ProjectContents(AsyncTextFileContentsManager):
 
 
 c.ServerApp.contents_manager_class = ProjectContents
+c.ServerApp.allow_root = hasattr(os, "geteuid") and os.geteuid() == 0
+c.ServerApp.ip = "localhost"
 
 c.ServerApp.root_dir = str(ROOT)
 c.ContentsManager.preferred_dir = "notebooks"  # where the file browser opens

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 sys.path.insert(0, str(BOOK / "_ext"))
 
-from companion_book import api, downloads, execution  # noqa: E402 (importable once book/_ext is on sys.path)
+from companion_book import api, downloads, execution, repository  # noqa: E402 (importable once book/_ext is on sys.path)
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
@@ -205,9 +205,35 @@ def test_every_reference_is_cited_and_every_citation_is_a_reference():
     assert cited - keys == set()
 
 
-@pytest.mark.parametrize("url, expected", [("", {}), ("https://github.com/org/grpo-companion", "kept")])
+@pytest.mark.parametrize(
+    "url, expected",
+    [("", {}), (repository.PLACEHOLDER, {}), ("https://github.com/org/grpo-companion", "kept")],
+)
 def test_launch_buttons_appear_only_with_a_repository_url(url, expected):
     buttons = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
     config = SimpleNamespace(html_theme_options={"repository_url": url, "launch_buttons": dict(buttons)})
     downloads.hide_launch_buttons_without_repository(None, config)
     assert config.html_theme_options["launch_buttons"] == (buttons if expected == "kept" else {})
+
+
+@pytest.mark.parametrize("url", ["", repository.PLACEHOLDER, repository.PLACEHOLDER + "/"])
+def test_a_page_that_names_the_placeholder_address_says_so(url):
+    config = SimpleNamespace(html_theme_options={"repository_url": url}, myst_substitutions={})
+    repository.offer_repository_url(None, config)
+    note = config.myst_substitutions["repository_note"]
+    assert note.startswith(":::{warning}") and "placeholder" in note and "repository.url" in note
+
+
+def test_a_page_that_names_a_real_address_says_nothing_more():
+    config = SimpleNamespace(
+        html_theme_options={"repository_url": "https://github.com/org/grpo"}, myst_substitutions={}
+    )
+    repository.offer_repository_url(None, config)
+    assert config.myst_substitutions == {"repository_url": "https://github.com/org/grpo", "repository_note": ""}
+
+
+def test_every_page_that_names_the_address_carries_its_note():
+    pages = [*BOOK.glob("*.md"), *(ROOT / "notebooks").glob("*.md"), ROOT / "README.md"]
+    naming = {page.name for page in pages if "{{ repository_url }}" in page.read_text(encoding="utf8")}
+    noted = {page.name for page in pages if "{{ repository_note }}" in page.read_text(encoding="utf8")}
+    assert naming and naming == noted

@@ -116,6 +116,33 @@ def test_each_md_is_stored_as_jupyterlab_saves_it(stem):
     )
 
 
+@pytest.mark.parametrize("uid", [0, 1000])
+def test_root_may_start_it_and_only_root_is_told_it_may(monkeypatch, uid):
+    """A container or a Codespace runs ``make lab`` as root, whom Jupyter refuses unless allow_root is set: the
+    configuration sets it for uid 0 alone, and keeps the server on localhost."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    monkeypatch.setattr("os.geteuid", lambda: uid)
+    config = PyFileConfigLoader(LAB_CONFIG.name, path=str(LAB_CONFIG.parent)).load_config()
+    assert config.ServerApp.allow_root is (uid == 0)
+    assert config.ServerApp.ip == "localhost"
+
+
+def test_the_landing_page_names_its_links_and_cites_in_words():
+    """jupyterlab-myst shows a link without text as its raw path and leaves a {cite} role as its bare key: the landing
+    page (book/intro.md, which a notebook's link opens in JupyterLab) names every link, each notebook by its title,
+    and cites in words, so that its table reads the same there as on the site."""
+    text = (ROOT / "book" / "intro.md").read_text(encoding="utf8")
+    assert re.findall(r"\[\]\([^)]*\)", text) == [], "links without text"
+    assert re.findall(r"\{cite(?::\w+)?\}`[^`]*`", text) == [], "citation roles"
+    named = dict((target, name) for name, target in re.findall(r"\[([^\]]+)\]\(\.\./(notebooks/[^)#]+\.md)\)", text))
+    titles = {
+        f"notebooks/{path.name}": re.search(r"^# (.+)$", path.read_text(encoding="utf8"), re.M).group(1)
+        for path in (ROOT / "notebooks").glob("*.md")
+    }
+    assert named and named == {target: titles[target] for target in named}
+
+
 def test_the_project_settings_apply(reader_lab):
     """overrides.json: no news pop-up (and no update check), a .md opens as a notebook."""
     base, token = reader_lab

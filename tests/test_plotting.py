@@ -1,5 +1,7 @@
 """The shared figure style and plots of the notebooks (grpo_core.plotting)."""
 
+import html
+import re
 import subprocess
 import sys
 
@@ -17,10 +19,14 @@ from grpo_core.plotting import (
     MAX_ROWS,
     MAX_WIDTH,
     STYLE,
+    alt_text,
     band,
+    describe,
     figure_summary,
     figure_table,
+    listing,
     plot_runs,
+    titled_svg,
     use_style,
 )
 
@@ -217,6 +223,73 @@ def test_use_style_gives_inline_figures_their_summary_as_plain_text():
         InteractiveShell.clear_instance()
     assert data["text/plain"] == figure_summary(fig)
     assert data["image/svg+xml"].startswith("<?xml")
+
+
+def test_use_style_titles_an_inline_figure_with_its_alt_text_and_puts_it_first_in_its_plain_text():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    def svg_title(svg):
+        found = re.search(r"<svg\b[^>]*>\s*<title>([^<]*)</title>", svg)
+        return html.unescape(found.group(1)) if found else None
+
+    shell = InteractiveShell.instance()
+    alt = "Bar chart of 3 bars: <A> & 'B', 0.25 to 0.91"
+    try:
+        with plt.rc_context():
+            use_style()
+            fig = figure_with_everything(np.array([0.5, 1.25, 2.0]))
+            plain = shell.display_formatter.format(fig)[0]
+            describe(fig, alt)
+            data, _ = shell.display_formatter.format(fig)
+            plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    assert svg_title(data["image/svg+xml"]) == alt  # what the book makes the image's alt
+    assert svg_title(plain["image/svg+xml"]) is None
+    assert data["text/plain"] == f"alt {alt!r}\n{plain['text/plain']}"
+    assert data["image/svg+xml"].count("<title>") == 1
+
+
+def test_describe_keeps_one_alt_text_per_figure_in_one_line(ax):
+    describe(ax.figure, "first")
+    describe(ax.figure, "  Line chart:\n  π(B) rises  from 0.25 ")
+    assert alt_text(ax.figure) == "Line chart: π(B) rises from 0.25"
+    other = plt.figure()
+    assert alt_text(other) is None
+    plt.close(other)
+
+
+@pytest.mark.parametrize(
+    ("figure", "alt", "error"),
+    [("fig", 3, TypeError), ("ax", "text", TypeError), ("fig", "  ", ValueError), ("fig", "$\\pi$ rises", ValueError)],
+)
+def test_describe_rejects_what_is_not_alt_text_of_a_figure(ax, figure, alt, error):
+    with pytest.raises(error, match="alt" if figure == "fig" else "figure"):
+        describe(ax.figure if figure == "fig" else ax, alt)
+
+
+def test_titled_svg_puts_the_title_first_in_the_root_and_rejects_what_is_not_svg():
+    svg = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10pt">\n <g/>\n</svg>\n'
+    assert titled_svg(svg, None) == svg
+    assert titled_svg(svg, "a < b") == svg.replace('width="10pt">', 'width="10pt">\n <title>a &lt; b</title>')
+    with pytest.raises(ValueError, match="svg"):
+        titled_svg("<html></html>", "text")
+
+
+@pytest.mark.parametrize(
+    ("items", "noun", "text"),
+    [
+        ([], "", "none"),
+        ([], "row", "no rows"),
+        ([5], "", "5"),
+        ([5], "row", "row 5"),
+        ([1, 2], "", "1 and 2"),
+        ((n for n in (1, 2, 5, 7)), "row", "rows 1, 2, 5 and 7"),
+        (np.array([3, 4]), "seed", "seeds 3 and 4"),
+    ],
+)
+def test_listing_lists_items_as_a_sentence_does(items, noun, text):
+    assert listing(items, noun) == text
 
 
 @pytest.mark.parametrize("seed", range(5))

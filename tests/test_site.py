@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +48,9 @@ from site_browser import (
     served_errors,
     tab,
 )
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from companion_book.repository import PLACEHOLDER
 
 # Pages Sphinx writes besides the ones listed in _toc.yml.
 GENERATED_PAGES = ("genindex.html", "py-modindex.html", "search.html")
@@ -559,7 +563,9 @@ KEY_TERMS = {
     "group-relative advantage": "notebooks/04-group-relative-advantage.html#eq-3-one-step-at-a-time",
     "competence frontier": "notebooks/04-group-relative-advantage.html#binary-rewards-how-often-is-a-group-silent",
     "clipped surrogate": "notebooks/06-clipped-surrogate-and-kl.html#the-clipped-surrogate-one-sample-at-a-time",
+    "clip": "notebooks/06-clipped-surrogate-and-kl.html#the-clipped-surrogate-one-sample-at-a-time",
     "k3": "notebooks/06-clipped-surrogate-and-kl.html#three-estimators-of-the-kl-penalty",
+    "KL": "notebooks/06-clipped-surrogate-and-kl.html#three-estimators-of-the-kl-penalty",
     "Dr. GRPO": "notebooks/08-ppo-rloo-dpo.html#one-group-five-advantages",
     "RLOO": "notebooks/08-ppo-rloo-dpo.html#one-group-five-advantages",
     "length bias": "notebooks/09-failure-modes.html#length-bias",
@@ -571,9 +577,7 @@ def test_search_lists_the_defining_section_first(reader, site, term):
     reader.set_viewport_size({"width": 1280, "height": 900})
     log = _open(reader, site + "search.html?q=" + quote_plus(term))
     try:
-        reader.wait_for_function(
-            "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
-        )
+        reader.wait_for_function(SEARCH_FINISHED)
         hits = reader.eval_on_selector_all(
             "ul.search li a", "links => links.map((a) => new URL(a.href).pathname + new URL(a.href).hash)"
         )
@@ -587,24 +591,89 @@ def test_search_lists_the_defining_section_first(reader, site, term):
     assert log.errors == []
 
 
+SEARCH_FINISHED = "() => (document.querySelector('.search-summary') || {}).innerText?.includes('Search finished')"
+
+
+@pytest.mark.parametrize("term", ["clip", "KL"])
+def test_a_search_results_page_passes_the_audit_in_both_schemes(reader, site, term):
+    """The search page with results, whose found words are highlighted (inside the results' links too): axe-core
+    finds no WCAG violation on it, light and dark, at 1280 and 390 px (the audit of every page sees it empty)."""
+
+    def search(page):
+        page.evaluate("(term) => Search.performSearch(term)", term)
+        page.wait_for_function(SEARCH_FINISHED)
+        assert page.locator("ul.search li a span.highlighted").count() > 0, "no highlighted word in a result's link"
+
+    found = audit(reader, site, "search.html", before=search)
+    audited = {(scheme, width) for width, passes in AUDIT.items() for scheme, _ in passes}
+    assert set(found) == audited == {("light", 1280), ("dark", 1280), ("light", NARROW), ("dark", NARROW)}
+    violations = {f"{scheme} {width}px": rules for (scheme, width), rules in found.items() if rules}
+    assert violations == {}, "axe-core's violations: {rule: [(element, what fails)]}, by colour scheme and width"
+
+
+# --- Print: code wraps on paper --------------------------------------------------------------------------------
+
+# A4 paper less Chromium's default margins of 0.4 in: 8.27 in - 0.8 in at 96 px per inch.
+PAPER_WIDTH = 717
+# The lines of code that a printed page cuts at the right edge: for every code block whose text is wider than its
+# box, the lines of it that are wider than the box's content width (measured in the block's own font).
+CUT_CODE_LINES = """() => {
+  const measure = document.createElement('canvas').getContext('2d');
+  const cut = [];
+  for (const pre of document.querySelectorAll('article pre')) {
+    if (pre.scrollWidth <= pre.clientWidth + 1) continue;
+    const style = getComputedStyle(pre);
+    measure.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = pre.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    for (const line of pre.innerText.split('\\n'))
+      if (measure.measureText(line).width > room + 1) cut.push(line.trim().slice(0, 60));
+  }
+  return cut;
+}"""
+NOTEBOOK_PAGES = [name for name in PAGES if name.startswith("notebooks/")]
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_PAGES)
+def test_printing_a_notebook_page_cuts_no_line_of_code(page, site, name):
+    """Printed, a code cell or output that is wider than the paper wraps instead of losing its end at the edge."""
+    page.set_viewport_size({"width": PAPER_WIDTH, "height": 1000})
+    _open(page, site + name)
+    page.emulate_media(media="print")
+    try:
+        cut = page.evaluate(CUT_CODE_LINES)
+        assert page.evaluate("() => matchMedia('print').matches")
+    finally:
+        page.emulate_media(media="screen")
+    assert cut == [], f"{len(cut)} lines of code cut at the right edge of the paper"
+
+
 # --- The repository, named once -------------------------------------------------------------------------------
 
 
 def test_the_repository_url_is_named_once_and_used(page, site):
-    """_config.yml's repository.url is what set-up tells readers to clone, and where the launch buttons go."""
+    """_config.yml's repository.url is what set-up tells readers to clone, and where the launch buttons go; while it
+    is the placeholder, every page that names it says so in a warning, and there are no launch buttons."""
     url = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))["repository"]["url"]
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+    placeholder = url == PLACEHOLDER
     _open(page, site + "book/setup.html")
     blocks = page.eval_on_selector_all("article pre", "blocks => blocks.map((b) => b.innerText)")
     assert any(f"git clone {url} grpo-companion" in block for block in blocks), blocks
     assert "<repository URL>" not in page.inner_text("article")
+    for name in ("book/setup.html", "book/accessibility.html"):
+        _open(page, site + name)
+        warnings = page.eval_on_selector_all("article .admonition.warning", "w => w.map((x) => x.innerText)")
+        assert any(f"{url} is a placeholder" in text for text in warnings) == placeholder, (name, warnings)
     _open(page, site + "notebooks/04-group-relative-advantage.html")
     launch = page.eval_on_selector_all(
         "a[href*='mybinder.org'], a[href*='colab.research']", "a => a.map((x) => x.href)"
     )
     repo = urlsplit(url).path.strip("/")
-    assert any(f"mybinder.org/v2/gh/{repo}/" in href for href in launch), launch
-    assert any(f"colab.research.google.com/github/{repo}/" in href for href in launch), launch
+    if placeholder:
+        assert launch == []
+    else:
+        assert any(f"mybinder.org/v2/gh/{repo}/" in href for href in launch), launch
+        assert any(f"colab.research.google.com/github/{repo}/" in href for href in launch), launch
 
 
 def test_a_card_title_is_a_heading(page, site):
@@ -1029,15 +1098,17 @@ def alt_problems(html: str) -> list[str]:
     return problems
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
-def test_every_image_says_what_it_shows():
+def problems_on_built_pages(check) -> dict[str, list[str]]:
+    """``check(html)`` on every built page (the source listings left out), by page, where it finds something."""
     pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
     assert len(pages) == len(PAGES) + 1, f"{SITE} is not built: run `make book` first"
-    missing = {}
-    for path in pages:
-        problems = alt_problems(path.read_text(encoding="utf8"))
-        if problems:
-            missing[path.relative_to(SITE).as_posix()] = problems
+    found = {path.relative_to(SITE).as_posix(): check(path.read_text(encoding="utf8")) for path in pages}
+    return {page: problems for page, problems in found.items() if problems}
+
+
+@pytest.mark.book  # reads the built site, without the site fixture that marks the others
+def test_every_image_says_what_it_shows():
+    missing = problems_on_built_pages(alt_problems)
     assert missing == {}, "images whose alt text is missing, empty or a file path"
 
 
@@ -1075,3 +1146,50 @@ def test_the_alt_text_check_rejects_paths_and_empty_text():
     good = '<img alt="Bar chart of the four answers: P(B) rises from 0.25 to 0.91 in 200 steps." src="fig.png">'
     assert alt_problems(good) == []
     assert alt_problems('<a href="#"><img alt="" src="logo.svg"><p>GRPO Companion</p></a>') == []
+
+
+# --- Headings: their name, in the page and in "On this page", is all of what they show ----------------------------
+
+HEADING = re.compile(r"<h([1-6])\b[^>]*>(.*?)</h\1>", re.S)
+TOC_LINK = re.compile(r'<a class="reference internal nav-link" href="#([^"]+)">(.*?)</a>', re.S)
+
+
+def _text(html: str) -> str:
+    """What a screen reader names an element by, from its HTML: its text, without the heading's ¶ link."""
+    html = re.sub(r'<a class="headerlink".*?</a>', "", html, flags=re.S)
+    return " ".join(re.sub(r"<[^>]+>", "", html).split())
+
+
+def heading_name_problems(html: str) -> list[str]:
+    """The headings of a page whose name loses something they show: math typeset in a heading (MathJax draws it
+    as glyphs without the formula's text), and a heading whose "On this page" entry reads otherwise."""
+    article = html.split('<article class="bd-article"', 1)[-1].split("</article>", 1)[0]
+    problems = [f"math in a heading: {_text(inner)!r}" for _, inner in HEADING.findall(article) if "math" in inner]
+    named = {}
+    for section_id, inner in re.findall(r'<section id="([^"]+)">\s*<h[1-6]\b[^>]*>(.*?)</h[1-6]>', article, re.S):
+        named[section_id] = _text(inner)
+    for anchor, inner in TOC_LINK.findall(html.split('id="pst-page-navigation-heading', 1)[-1]):
+        if anchor in named and _text(inner) != named[anchor]:
+            problems.append(f"'On this page' names {named[anchor]!r} {_text(inner)!r}")
+    return problems
+
+
+@pytest.mark.book  # reads the built site, like the image check
+def test_every_heading_is_named_by_all_it_shows():
+    found = problems_on_built_pages(heading_name_problems)
+    assert found == {}, "headings whose name (screen reader, 'On this page') is not what they show"
+
+
+def test_the_heading_check_finds_math_and_a_toc_entry_that_lost_it():
+    page = (
+        '<nav id="pst-page-navigation-heading-2"><a class="reference internal nav-link" href="#two">Two points:'
+        ' and</a></nav><article class="bd-article"><section id="two"><h2>Two points: <span class="math notranslate'
+        ' nohighlight">\\(\\pi_\\mathrm{ref}\\)</span> and<a class="headerlink" href="#two">#</a></h2></section>'
+        "</article>"
+    )
+    assert len(heading_name_problems(page)) == 2
+    fixed = page.replace(
+        '<span class="math notranslate nohighlight">\\(\\pi_\\mathrm{ref}\\)</span>', "π<sub>ref</sub>"
+    )
+    assert len(heading_name_problems(fixed)) == 1  # the entry that reads "Two points: and" is still found
+    assert heading_name_problems(fixed.replace("Two points: and</a>", "Two points: π<sub>ref</sub> and</a>")) == []

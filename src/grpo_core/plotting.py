@@ -5,13 +5,17 @@ text, so that even a mathtext sub- or superscript, at 0.7 of that, stays above
 9 CSS px in a figure of at most :data:`MAX_WIDTH` inches, which the book's
 text column shows at its natural size) and, inside IPython,
 makes inline figures SVG with selectable text, no time stamp and fixed ids, and
-gives every figure a text form, :func:`figure_summary`: what it shows (titles,
+gives every figure a text form, :func:`figure_summary`: its alt text (:func:`describe`), what it shows (titles,
 labels, limits, ticks, the data of every line, band, bar, point and image),
 each number rounded to a thousandth of its axis's range or finer. nbval
 compares that text, not the SVG (``tests/nbval_sanitize.cfg``): a figure's
 check then means the same on every CPU, where the SVG's coordinates differ in
 their last digits, and still fails when a curve moves by 1 % of its axis.
 
+* :func:`describe` — a figure's alt text, which its cell writes from the numbers it plots (an f-string over
+  the data, never prose typed beside it): the SVG's ``<title>``, which the book makes the image's ``alt``, and
+  the first line of :func:`figure_summary`, which nbval compares whenever the notebook runs again;
+* :func:`listing` — items as a sentence lists them ("rows 1, 2 and 5"), for alt text;
 * :func:`figure_summary` — a figure's data as text, at the precision it is drawn;
 * :func:`figure_table` — the numbers behind a key figure, as a table a screen reader
   can read: a collapsed "The numbers behind this figure" under the figure, in
@@ -23,6 +27,11 @@ their last digits, and still fails when a curve moves by 1 % of its axis.
   :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` that eq. (8) estimates), one
   band per method.
 
+In a figure's math, write the expectation sign as ``\mathrm{𝔼}``, never ``\mathbb{E}``: mathtext draws
+``\mathbb`` and ``\mathcal`` letters from private-use code points of its STIXNonUnicode font, which the SVG keeps as
+text and no reader's font has (an empty box); DejaVu Sans has 𝔼 (U+1D53C). ``tests/test_figure_alt.py`` rejects a
+stored figure that uses a private-use code point.
+
 Matplotlib is imported when a function here is called, never by
 ``import grpo_core``.
 """
@@ -31,6 +40,7 @@ from __future__ import annotations
 
 import html
 import re
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -85,9 +95,58 @@ FIELD_LABELS = {
 DIGITS = 3
 
 
+#: The alt text :func:`describe` gave each figure still open (a figure that is closed and freed drops out).
+_ALT_TEXT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def describe(figure, alt: str) -> None:
+    """Give ``figure`` its alt text: what a reader who cannot see it must know, written by the cell from the
+    numbers it plots (an f-string over the data), so that it changes when they do.
+
+    Inline (after :func:`use_style`) the text is the SVG's ``<title>``, which the book's extension makes the
+    image's ``alt`` (``book/_ext/companion_book/figure_alt.py``), and the first line of the figure's
+    :func:`figure_summary`, which nbval compares. Math is written as text (π, β, 𝔼), not ``$...$``.
+    """
+    from matplotlib.figure import Figure
+
+    if not isinstance(figure, Figure):
+        raise TypeError(f"figure must be a matplotlib Figure, got {type(figure).__name__}")
+    if not isinstance(alt, str):
+        raise TypeError(f"alt must be a str, got {type(alt).__name__}")
+    alt = " ".join(alt.split())
+    if not alt or "$" in alt:
+        raise ValueError(f"alt must be text without $...$ math, got {alt!r}")
+    _ALT_TEXT[figure] = alt
+
+
+def alt_text(figure) -> str | None:
+    """The alt text :func:`describe` gave ``figure``, or None."""
+    return _ALT_TEXT.get(figure)
+
+
+def titled_svg(svg: str, alt: str | None) -> str:
+    """``svg`` (a document from matplotlib) with ``alt`` as the ``<title>`` its root element starts with."""
+    if alt is None:
+        return svg
+    root = re.search(r"<svg\b[^>]*>", svg)
+    if root is None:
+        raise ValueError("svg must hold an <svg> element")
+    return f"{svg[: root.end()]}\n <title>{html.escape(alt, quote=False)}</title>{svg[root.end() :]}"
+
+
+def listing(items, noun: str = "") -> str:
+    """Items as a sentence lists them, for alt text: ``"1"``, ``"1 and 2"``, ``"1, 2 and 5"`` (``"none"`` if there
+    are none), after ``noun`` in the singular or plural (``listing([1, 5], "row")`` is ``"rows 1 and 5"``)."""
+    words = [str(item) for item in items]
+    if not words:
+        return f"no {noun}s" if noun else "none"
+    text = words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+    return f"{noun}{'s' * (len(words) > 1)} {text}" if noun else text
+
+
 def use_style() -> None:
-    """Apply :data:`STYLE`; inside IPython, also draw inline figures as reproducible SVG, with
-    :func:`figure_summary` as their plain text."""
+    """Apply :data:`STYLE`; inside IPython, also draw inline figures as reproducible SVG titled by their alt text
+    (:func:`describe`), with :func:`figure_summary` as their plain text."""
     import matplotlib.pyplot as plt
 
     plt.style.use(STYLE)
@@ -101,14 +160,16 @@ def use_style() -> None:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
         set_matplotlib_formats("svg", metadata={"Date": None})
-        shell.display_formatter.formatters["text/plain"].for_type(
-            Figure, lambda figure, printer, cycle: printer.text(figure_summary(figure))
-        )
+        formatters = shell.display_formatter.formatters
+        svg = formatters["image/svg+xml"].lookup_by_type(Figure)
+        formatters["image/svg+xml"].for_type(Figure, lambda figure: titled_svg(svg(figure), alt_text(figure)))
+        formatters["text/plain"].for_type(Figure, lambda figure, printer, cycle: printer.text(figure_summary(figure)))
 
 
 def figure_summary(figure) -> str:
-    """What ``figure`` shows, as text: its size and titles; per axes its labels, limits, scales and tick labels;
-    the data of every line, band or other collection, bar or patch and image, in data coordinates; every text.
+    """What ``figure`` shows, as text: its alt text (:func:`describe`), its size and titles; per axes its labels,
+    limits, scales and tick labels; the data of every line, band or other collection, bar or patch and image, in
+    data coordinates; every text.
 
     A number on a linear axis is rounded to a power of ten between 1/10 000 and 1/1 000 of the axis's range
     (:data:`DIGITS`; 4 significant digits on a log axis; an image's values against its colour range): finer
@@ -120,7 +181,8 @@ def figure_summary(figure) -> str:
     if not isinstance(figure, Figure):
         raise TypeError(f"figure must be a matplotlib Figure, got {type(figure).__name__}")
     width, height = figure.get_size_inches()
-    lines = [f"Figure {width:g}x{height:g} in, {len(figure.axes)} axes"]
+    lines = [f"alt {alt_text(figure)!r}"] if alt_text(figure) is not None else []
+    lines.append(f"Figure {width:g}x{height:g} in, {len(figure.axes)} axes")
     lines += [f"  text {text.get_text()!r}" for text in figure.texts if text.get_text()]  # suptitle included
     for number, ax in enumerate(figure.axes, 1):
         lines += _axes_summary(ax, number)

@@ -21,6 +21,9 @@ autodoc leave open, one module each:
 ``bibliography``
     Labels the bibliography author–year, like the citations in the text, and
     writes its entries as list items (ARIA).
+``figure_alt``
+    Makes a notebook figure's alt text the title its SVG carries, which the
+    cell wrote from the numbers it plots (``grpo_core.plotting.describe``).
 ``index_toggles``
     Gives the module index's collapse toggles an alt text that describes them.
 ``static``
@@ -43,6 +46,7 @@ from companion_book import (
     downloads,
     entry_page,
     execution,
+    figure_alt,
     index_toggles,
     key_terms,
     links,
@@ -50,7 +54,19 @@ from companion_book import (
     static,
 )
 
-MODULES = (api, bibliography, downloads, execution, links, static, repository, key_terms, entry_page, index_toggles)
+MODULES = (
+    api,
+    bibliography,
+    downloads,
+    execution,
+    links,
+    static,
+    repository,
+    key_terms,
+    entry_page,
+    index_toggles,
+    figure_alt,
+)
 
 
 def setup(app):

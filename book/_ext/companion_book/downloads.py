@@ -3,8 +3,9 @@
 A notebook page is built from its MyST ``.md``, which the theme offers for
 download; its ``.ipynb`` twin (the stored outputs and widget state) is offered
 next to it. Launch buttons (Binder, Colab, JupyterHub) need the repository's
-address: while ``repository.url`` is empty they stay off instead of pointing
-nowhere (sphinx-book-theme would fail on them).
+address: while ``repository.url`` is empty, or still the placeholder
+(``repository``), they stay off instead of pointing nowhere (sphinx-book-theme
+would fail on an empty one).
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from companion_book.repository import is_placeholder
+
 
 def hide_launch_buttons_without_repository(app, config) -> None:
-    """No repository URL, no launch buttons (they would have nothing to launch)."""
+    """No repository URL, or the placeholder, no launch buttons (they would have nothing to launch)."""
     options = config.html_theme_options
-    if not options.get("repository_url"):
+    if is_placeholder(options.get("repository_url", "")):
         options["launch_buttons"] = {}
 
 
