@@ -26,7 +26,8 @@ from sheets import Sheet
 grade = homework_support.grade
 
 NAME = "hw0-toy"
-# Two questions; q1: one public case and two hidden ones, each naming its mistake as checker.make_key names a master's (# mistake: NAME); q2: one hidden.
+# Two questions; q1: one public case and two hidden ones, each naming its mistake (checker.make_key: "# mistake: NAME");
+# q2: one hidden.
 KEY = {
     "setup": [],
     "student_names": [],
