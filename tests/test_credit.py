@@ -1,4 +1,4 @@
-"""§2's credit-assignment cost (grpo_core.credit), against brute force over every setting a user can reach."""
+"""§2's credit-assignment cost (grpo_core.course.credit), against brute force over every setting a user can reach."""
 
 import itertools
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grpo_core.credit import explained_variance, prefix_values, resampled_baseline_steps
+from grpo_core.course.credit import explained_variance, prefix_values, resampled_baseline_steps
 
 
 @st.composite

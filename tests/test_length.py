@@ -1,4 +1,4 @@
-"""The length mitigations of §9 (grpo_core.length), over the space of groups a user can pass."""
+"""The length mitigations of §9 (grpo_core.sequence.length), over the space of groups a user can pass."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from grpo_core import group_advantages
-from grpo_core.length import length_conditioned_advantages, length_penalized_rewards
+from grpo_core.sequence.length import length_conditioned_advantages, length_penalized_rewards
 
 SIZES = st.integers(min_value=2, max_value=32)
 REWARD = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False)

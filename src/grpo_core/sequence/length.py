@@ -16,7 +16,8 @@ import numpy as np
 from grpo_core._validate import nonnegative, numpy_array, same_shape
 from grpo_core.advantages import group_advantages
 
-#: A residual smaller than this fraction of its group's reward spread is rounding error, set to exactly 0.
+#: A residual smaller than this fraction of its group's reward spread (or than 64 ulps of its largest reward) is
+#: rounding error, set to exactly 0.
 ROUND_OFF = 1e-9
 
 
@@ -56,8 +57,9 @@ def _length_residuals(rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         )
         residuals = centred_rewards - slope * centred_lengths
     residuals = _finite(residuals, "the least-squares line")
-    scale = np.abs(centred_rewards).max(axis=-1, keepdims=True)
-    residuals[np.abs(residuals) <= ROUND_OFF * scale] = 0.0
+    spread = np.abs(centred_rewards).max(axis=-1, keepdims=True)
+    size = np.abs(rewards).max(axis=-1, keepdims=True)  # rewards equal up to rounding leave residuals of its ulp
+    residuals[np.abs(residuals) <= np.maximum(ROUND_OFF * spread, 64 * np.finfo(float).eps * size)] = 0.0
     return residuals
 
 
