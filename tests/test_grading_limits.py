@@ -12,7 +12,7 @@
 * A call that does not return costs the tests that make it, named, and the jail is started again for the others.
 
 Cost: one build of the assignments (shared with the other homework tests), about 20 jails, two of whose calls hang
-for ``--call-timeout`` (5 s) each.
+for ``--call-timeout`` (10 s) each.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ def test_a_call_that_never_returns_costs_only_the_tests_that_make_it(dist, tmp_p
     expected = checked(checker.load_key(dist / name / "autograder" / "key.json"), _code(raises))
     write(hangs, tmp_path / "class" / "hangs.ipynb")
     out = tmp_path / "out"
-    options = ["--dist", str(dist), "--out", str(out), "--timeout", "300", "--call-timeout", "5"]
+    options = ["--dist", str(dist), "--out", str(out), "--timeout", "300", "--call-timeout", "10"]
     assert grade.main([str(tmp_path / "class"), *options]) == 0
     row = sheets(out)["hangs.ipynb"]
     record = json.loads((out / "feedback" / name / _hashed("hangs.ipynb")).read_text())
@@ -307,8 +307,8 @@ def test_a_call_that_never_returns_costs_only_the_tests_that_make_it(dist, tmp_p
     assert row["error"] == "" and results == expected and failed
     assert float(row["total"]) == sum(passed for cases in expected.values() for _, passed in cases)
     said = [entry.get("reason", entry.get("message")) for entry in failed]
-    assert f"`{function}(…)` did not return within 5 s" in said
-    assert all(re.fullmatch(r"`\w+\(…\)` did not return within 5 s", text) for text in said)
+    assert f"`{function}(…)` did not return within 10 s" in said
+    assert all(re.fullmatch(r"`\w+\(…\)` did not return within 10 s", text) for text in said)
     assert not re.search(r"100\.|0\.9", json.dumps(record["tests"]))
 
 

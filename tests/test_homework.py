@@ -383,13 +383,23 @@ def test_empty_arrays_and_a_guessed_policy_earn_nothing_on_hw3(dist):
     assert passed == {"q1": [], "q2": [], "q3": [], "q4": [False]}
 
 
-def test_build_refuses_a_bare_allclose_in_a_test(monkeypatch, tmp_path):
-    master = build.master_notebook("hw9-failure-modes")
-    (cell,) = [cell for cell in master.cells if "assert matches(" in cell.source]
-    cell.source = cell.source.replace("assert matches(", "assert np.allclose(")
+@pytest.mark.parametrize(
+    ("name", "old", "new", "refusal"),
+    [
+        ("hw9-failure-modes", "assert matches(", "assert np.allclose(", "bare allclose"),
+        ("hw6-verifier-groups", 'f"the answers {_t_a!r} and', 'f"{_t_a!r} and', "without its outer quote"),
+    ],
+    ids=["bare-allclose", "message-otter-strips"],
+)
+def test_build_refuses_a_master_whose_tests_mislead(name, old, new, refusal, monkeypatch, tmp_path):
+    """A bare allclose broadcasts (an empty answer passes it); otter prints ``str(error).strip("'")``, so a public
+    message that begins with a quoted value loses its first quote (``1/2' and '2/4' are the same number``)."""
+    master = build.master_notebook(name)
+    (cell,) = [cell for cell in master.cells if old in cell.source]
+    cell.source = cell.source.replace(old, new)
     monkeypatch.setattr(build, "master_notebook", lambda name: master)
-    with pytest.raises(RuntimeError, match="bare allclose"):
-        build.build("hw9-failure-modes", tmp_path, tmp_path / "unused")
+    with pytest.raises(RuntimeError, match=refusal):
+        build.build(name, tmp_path, tmp_path / "unused")
 
 
 # ---------------------------------------------------------------- what a failing public check prints, in a kernel
