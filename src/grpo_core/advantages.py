@@ -96,8 +96,8 @@ def group_advantages(rewards, eps: float = 1e-8, ddof: int = 0, scale: str = "gr
         ``Â_i = R_i - mean(R)``).
 
     A group whose rewards are all equal gets ``Â = 0`` exactly (Property 4.1),
-    also when ``eps = 0``: :func:`~grpo_core._kernels.centered` is ``R - R.mean()`` with exact zeros there, and
-    :func:`~grpo_core._kernels.inf_where_zero` makes a divisor of 0 (ε = 0 and no measurable spread) give Â = 0.
+    also when ``eps = 0``: ``centered`` is ``R - R.mean()`` with exact zeros there, and
+    ``inf_where_zero`` makes a divisor of 0 (ε = 0 and no measurable spread) give Â = 0.
     """
     R, eps, ddof, scale = _rewards(rewards), nonnegative(eps, "eps"), _ddof(ddof), choice(scale, "scale", SCALES)
     if scale == "none":

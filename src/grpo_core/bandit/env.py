@@ -43,7 +43,7 @@ def check_rng(rng) -> np.random.Generator:
 def check_actions(actions, num_actions: int) -> np.ndarray:
     """``actions`` as a non-empty 1-D integer array of indices in ``[0, num_actions)``."""
     num_actions = positive_int(num_actions, "num_actions")
-    actions = np.array(actions if is_torch(actions) else entries(actions, "actions"))  # a copy of the caller's
+    actions = np.asarray(actions if is_torch(actions) else entries(actions, "actions")).copy()  # the caller's: copied
     if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
         raise TypeError(
             f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
