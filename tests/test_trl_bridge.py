@@ -98,3 +98,31 @@ def test_sequence_level_loss_agrees_but_trl_counts_clips_per_sequence(bridge, mo
     advantages = record.advantages
     low, high = (ratio < 1 - config.epsilon) & (advantages < 0), (ratio > 1 + config.epsilon) & (advantages > 0)
     assert record.logged["clip_ratio/region_mean"] == pytest.approx(float((low | high).float().mean()), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "name"),
+    [
+        (lambda b: b.digit_sum_dataset(4, seed=1.5), TypeError, "seed"),
+        (lambda b: b.digit_sum_dataset(4, seed=-1), ValueError, "seed"),
+        (lambda b: b.digit_sum_dataset(0), ValueError, "num_prompts"),
+        (lambda b: b.tiny_llama(hidden_size=0), ValueError, "hidden_size"),
+        (lambda b: b.tiny_llama(hidden_size=12), ValueError, "hidden_size"),
+        (lambda b: b.tiny_llama(seed=-1), ValueError, "seed"),
+        (lambda b: b.shaped_reward(5, [2.7, 3.9, 0.2]), TypeError, "completion_ids"),
+        (lambda b: b.shaped_reward(5, [2, 99]), ValueError, "completion_ids"),
+        (lambda b: b.shaped_reward(5.0, [2, 3, 0]), TypeError, "target"),
+        (lambda b: b.shaped_reward(5, "23"), TypeError, "completion_ids"),
+    ],
+)
+def test_the_bridge_names_a_bad_argument(bridge, call, error, name):
+    """Issue 39's fuzz: the bridge validated nothing (a RuntimeError, a ZeroDivisionError, 2.7 truncated to 2)."""
+    with pytest.raises(error, match=name):
+        call(bridge)
+
+
+def test_the_bridge_reads_token_ids_of_any_integer_container(bridge):
+    ids = [2, 3, 0, 4]
+    expected = bridge.shaped_reward(5, ids)
+    assert expected == 1.5
+    assert bridge.shaped_reward(5, torch.tensor(ids)) == bridge.shaped_reward(5, tuple(ids)) == expected

@@ -46,41 +46,49 @@ What every public function and class of the package promises, and what
 ``tests/test_fuzz.py``, ``tests/test_contract.py`` and
 ``tests/test_formula_options.py`` enforce.
 
-**Accepted inputs.** Arrays may be NumPy arrays (``longdouble`` included),
-Python numbers or (nested) sequences of real numbers (0-d tensors among them),
-or torch tensors of any floating dtype (float64, float32, float16, bfloat16,
-the float8 types), with or without ``requires_grad``, contiguous or not.
-Integers, integer arrays and integer tensors are numbers (the token loss's
-log-probabilities too); Python ints and ``longdouble`` values beyond the
-float64 range are refused where the computation is in float64. Booleans,
-strings (numeric or not), bytes, complex numbers, ``None`` and ragged
-sequences are never numbers. A scalar knob (ε, β, lr, …) is a finite ``int``
-or ``float`` (NumPy's too), never a bool; counts are integers (group sizes,
-steps, epochs and pairs up to 10**7; token counts, ``num_items_in_batch`` and
-``max_completion_length``, up to 2**53); seeds are integers in [0, 2**64)
-(``run_seeds`` included); choices are exact strings; flags are bools (NumPy's
-too); random generators are passed explicitly (a NumPy ``Generator`` or a
-torch ``Generator``), never drawn from the global state.
+**The range.** Every array entry (rewards, log-probabilities, logits, ratios,
+advantages) and every real knob (ε, β, lr, …) is a finite number of magnitude
+at most ``1e9`` (``grpo_core._validate.MAX_MAGNITUDE``; the memory calculator
+takes parameter and token counts up to ``1e15``). That holds every ratio the
+clamp allows (below :math:`e^{20} \approx 4.9\cdot10^8`) and any reward scale a
+course meets, and keeps every intermediate result (a square of a reward, r·Â,
+β·r·k3) far inside float32. Within it, every result is finite and is the
+visible formula's own floating-point value; a value beyond it is refused with a
+``ValueError`` naming the argument. The token loss's log-probabilities need
+only be finite where ``mask`` is 1: their differences are clamped.
+
+**Accepted inputs.** Arrays may be NumPy arrays of float64, float32, float16
+or integers, Python numbers or (nested) sequences of real numbers (0-d tensors
+among them), or torch tensors of float64, float32, float16, bfloat16 or
+integers, with or without ``requires_grad``, contiguous or not. Booleans (also
+inside a list), strings, bytes, complex numbers, ``None`` and ragged sequences
+are never numbers. A scalar knob is an ``int`` or ``float`` (NumPy's too),
+never a bool; counts are integers (group sizes, steps, epochs and pairs up to
+10**7; token counts up to 2**53); seeds are integers in [0, 2**64); choices are
+exact strings; flags are bools (NumPy's too); random generators are passed
+explicitly (a NumPy ``Generator`` or a torch ``Generator``), never drawn from
+the global state.
 
 **What comes back.** Element-wise formulas (``clipping``, ``kl``,
 ``objective``) return the backend they were given: NumPy in, NumPy out;
-torch in, torch out, on the same device, with autograd through it.
-Floating dtypes are kept, except that floats narrower than 32 bits (float16,
-bfloat16, float8) are computed and returned in float32; integers become
-float64. The NumPy-only functions (advantages, the bandit, DPO, PPO, RLOO,
-the verifier) take tensors too (detached) and return float64 NumPy arrays or
-Python floats. Whatever a function or a trainer keeps is its own copy:
-changing the caller's array or tensor afterwards changes no result.
-Comparisons are made in the input's dtype, so NumPy and torch arrays of one
-dtype give the same clip masks, also for a ratio exactly on the edge.
+torch in, torch out, on the same device, with autograd through it. float64
+and float32 are kept, float16 and bfloat16 are computed and returned in
+float32, integers become float64. The NumPy-only functions (advantages, the
+bandit, DPO, PPO, RLOO, the verifier) take tensors too (detached) and return
+float64 NumPy arrays or Python floats. Whatever a function or a trainer keeps
+is its own copy, and what it returns is the caller's: changing either
+afterwards changes nothing on the other side. NumPy and torch arrays of one
+dtype give the same results, the same clip masks included.
 
 **Errors.** Bad input raises ``ValueError`` (a value out of range, a shape,
-a NaN or inf, an overflow) or ``TypeError`` (a kind of object that is not
-accepted) — never another class — and the message names the argument and
-says what was expected (quoting at most 80 characters of it). Arguments are
-validated once, where they enter the public API (``_validate``); the unchecked
-kernels behind it (``_kernels``, one module) trust their inputs and read like
-their equation, and a trainer calls them on its own, already valid state.
+a NaN or inf) or ``TypeError`` (a kind of object that is not accepted) —
+never another class — and the message names the argument and says what was
+expected (quoting at most 80 characters of it). Arguments are validated once,
+where they enter the public API (``_validate``); after that one call, a
+function's body is its equation, in the chapter's names. The guards an
+equation needs are named kernels beside it (``_kernels``): ``centered`` (R −
+mean(R), exactly 0 in a zero-variance group), ``inf_where_zero`` (eq. 3's
+divisor when ε = 0) and ``clamped`` (a log-ratio within ±20 before it is exponentiated).
 
 **Numeric guarantees.**
 
@@ -89,42 +97,22 @@ their equation, and a trainer calls them on its own, already valid state.
   NaN, ±inf — the loss, its gradient (exactly 0 there) and every metric are
   bit for bit the same. Log-ratios are masked with ``where`` before anything
   is exponentiated.
-* No silent inf or NaN from finite input. Log-ratios are clamped to ±20
-  before they are exponentiated (``clipping.LOG_RATIO_BOUND``, the bound of
-  verl 0.9.1's ``compute_policy_loss`` and ``kl_penalty``): a ratio and k3
-  stay below :math:`e^{20} \approx 4.9\cdot10^8` and their product r·k3
-  (``kl_k3_ratio``, TRL's unclipped ``per_token_kl * coef_1``) below
-  :math:`e^{40} \approx 2.4\cdot10^{17}`, with zero gradient beyond the bound;
-  a NumPy difference of log-probs beyond the float range (1e308 - (-1e308))
-  is clamped like any other, without a warning.
-  Where a result truly exceeds the float range (k1 of log-probs 1e308
-  apart, r·Â in the clipped surrogate, β·margin in DPO, R − V in PPO,
-  Dr. GRPO's R − mean(R) of rewards ±1e308 apart, log-softmax of logits
-  1e308 apart, the memory and FLOPs of 1e308 parameters) a ``ValueError``
-  says so.
-* Means and sums of finite values are taken at an exact power-of-two scale
-  (reward means and stds, :math:`V^\pi`, the objective's means, GSPO's
-  per-completion sum of log-ratios), so they are finite whenever the result
-  is representable, and bit for bit the plain sum wherever that did not
-  overflow.
-* Advantages are scale-safe: rewards are divided by an exact power of two
-  before they are centred, which changes no result that did not overflow,
-  so any finite rewards give finite, correct Â (``[1e200, 0]`` gives ±1,
-  ``[1e308, 1e308, 0]`` gives ``[1/√2, 1/√2, −√2]``). Rewards sharing an
-  offset more than 2**20 times their spread (1e8 + small differences) lose
-  it exactly before the mean is taken, so they keep full precision; other
-  groups are centred as ``R - mean(R)``, bit for bit as before (relative
-  error below ~1e-10 of the spread). A zero-variance group gives
-  Â = 0 exactly, in any dtype (``[0.97] * 14`` in float32 included).
+* Log-ratios are clamped to ±20 before they are exponentiated
+  (``clipping.LOG_RATIO_BOUND``; which production trainers do the same: the
+  book's "Production formulas" page): a ratio and k3 stay below
+  :math:`e^{20} \approx 4.9\cdot10^8` and their product r·k3 (``kl_k3_ratio``)
+  below :math:`e^{40} \approx 2.4\cdot10^{17}`, with zero gradient beyond the bound.
+* A zero-variance group gives Â = 0 exactly (Property 4.1), in any dtype and
+  for any ε ≥ 0, and so does a group whose spread is too small for its square
+  to be a float (below ~1e-154) when ε = 0; every other group gets exactly
+  ``(R - R.mean()) / (R.std() + eps)``.
 * Probabilities may hold exact zeros where a policy legitimately reached
   them (0 log 0 = 0 in the KL and the entropy); only where their logarithm is
   taken (``set_policy``, ``kl_regularized_optimum``) must they be > 0. A
   trainer's KL is computed from its logits, so it stays finite where
   :math:`\pi_\mathrm{ref}` underflowed to 0. A trainer whose policy collapsed
   (lr ≥ 1e4, or ``init_logits=[0, 800, 0, 0]``) still steps, snapshots, is
-  tracked and replays from its seed; an update that overflows the logits or
-  their spread raises ``Diverged`` (a ``ValueError``) naming lr, and one whose
-  gradient overflowed says so, naming the rewards and β instead.
+  tracked and replays from its seed.
 * The verifier reads completions and normalises answers in linear time and
   compares numbers of any length (exactly as rationals up to 4000 digits, as
   written beyond); a float reference matches what ``str`` writes for it and

@@ -8,18 +8,13 @@ alike (:func:`namespace` picks the library; autograd flows through the torch
 path) and raise nothing: a caller that passes unchecked
 values gets whatever NumPy or torch makes of them.
 
-Every log-ratio is clamped to ±``LOG_RATIO_BOUND`` before it is exponentiated,
-the bound of verl 0.9.1 (``compute_policy_loss`` and ``kl_penalty_forward`` in
-``verl/trainer/ppo/core_algos.py``: ``torch.clamp(..., min=-20.0, max=20.0)``):
-a ratio stays in :math:`[e^{-20}, e^{20}]` instead of overflowing, and its
-gradient is 0 beyond the bound. A NumPy difference of finite log-probs beyond
-the float range (1e308 - (-1e308)) is ±inf, which the clamp makes ±20, the value
-the clamp gives any log-ratio beyond it; its overflow warning is silenced.
+Every log-ratio is clamped to ±``LOG_RATIO_BOUND`` before it is exponentiated
+(a production trainer's bound: the book's "Production formulas" page): a ratio stays in
+:math:`[e^{-20}, e^{20}]` instead of overflowing, and its gradient is 0 beyond the bound.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
@@ -39,7 +34,7 @@ def namespace(x):
     return sys.modules["torch"] if is_torch(x) else np
 
 
-#: The bound on every log-ratio before it is exponentiated, ±20 as in verl 0.9.1, so a ratio stays below :math:`e^{20}`.
+#: The bound on every log-ratio before it is exponentiated, ±20, so a ratio stays below :math:`e^{20}`.
 LOG_RATIO_BOUND = 20.0
 #: The KL terms β multiplies in eq. (9): k3 (eq. 8), r·k3 (TRL's ``use_bias_correction_kl``), k3 with k2's gradient.
 KL_ESTIMATORS = ("k3", "k3_ratio", "k3_plus")
@@ -52,10 +47,7 @@ def clamped(log_ratio):
 
 def log_ratio(top, bottom):
     r""":math:`\log(\pi_\mathrm{top}/\pi_\mathrm{bottom}) = \mathrm{top} - \mathrm{bottom}`, clamped to ±20."""
-    if is_torch(top):
-        return clamped(top - bottom)
-    with np.errstate(over="ignore"):  # ±inf beyond the float range, clamped to ±20 like any log-ratio beyond 20
-        return clamped(top - bottom)
+    return clamped(top - bottom)
 
 
 def ratio(logp, old_logp):
@@ -99,48 +91,18 @@ def kl_term(estimator: str, log_rho, r):
     return r * k3(log_rho) if estimator == "k3_ratio" else k3(log_rho)
 
 
-def clip_objective(logp, old_logp, advantages, low, high, delta):
-    r"""Eq. (7) with one action per sample: :math:`\mathrm{mean}(\min(r\hat A, \mathrm{clip}(r)\hat A))`."""
-    return overall_mean(surrogate(ratio(logp, old_logp), advantages, low, high, delta))
+def centered(R):
+    """``R - mean(R)`` over the last axis, exactly 0 in a zero-variance group (Property 4.1: the mean of equal
+    floats can differ from them in the last bit)."""
+    A = R - R.mean(axis=-1, keepdims=True)
+    A[R.max(axis=-1) == R.min(axis=-1)] = 0.0
+    return A
 
 
-def grpo_objective(logp, old_logp, ref_logp, advantages, low, high, beta, estimator, delta):
-    r"""Eq. (9) with one action per sample: :math:`\mathrm{mean}(\min(r\hat A, \mathrm{clip}(r)\hat A))
-    - \beta\,\mathrm{mean}(\mathrm{KL\ term})`."""
-    r = ratio(logp, old_logp)
-    kl = kl_term(estimator, log_ratio(ref_logp, logp), r)
-    return overall_mean(surrogate(r, advantages, low, high, delta)) - beta * overall_mean(kl)
-
-
-def power_of_two(values, axis) -> np.ndarray:
-    """A power of two ``s`` with ``max|values| / s`` in [1, 2) (1 for all-zero values).
-
-    Dividing by it is exact, and every step of a mean, a sum or eq. (3)
-    commutes with it bit for bit, so values can be brought near 1 before they
-    are summed (no overflow for 1e308, no underflow of a variance for 1e-200)
-    without changing any result that did not overflow.
-    """
-    peak = np.abs(values).max(axis=axis, keepdims=True)
-    return np.where(peak > 0, np.ldexp(1.0, np.frexp(peak)[1] - 1), 1.0)
-
-
-def unit(peak: float) -> float:
-    """A power of two ``s`` with ``peak / s`` in [1, 2) (1 for 0): dividing by it is exact."""
-    return math.ldexp(1.0, math.frexp(peak)[1] - 1) if 0 < peak < math.inf else 1.0
-
-
-def overall_mean(values):
-    """The mean of all entries of a NumPy array or tensor, summed at a power-of-two scale: finite whenever the
-    mean is representable, bit for bit ``values.mean()`` wherever that did not overflow."""
-    scale = unit(float(abs(values.detach() if is_torch(values) else values).max()))
-    return (values / scale).mean() * scale
-
-
-def mean(values, axis: int = -1):
-    """The mean of finite NumPy values over ``axis``, taken at a power-of-two scale: finite whenever the mean is
-    representable, bit for bit ``values.mean(axis)`` wherever that did not overflow."""
-    scale = power_of_two(values, axis)
-    return ((values / scale).mean(axis=axis, keepdims=True) * scale).squeeze(axis)
+def inf_where_zero(divisor):
+    """``divisor`` with +inf where it is 0. Eq. (3)'s ``std(R) + ε`` is 0 only for a group with no measurable spread
+    and ε = 0: ``centered(R) / inf_where_zero(std + ε)`` then gives Â = 0, as Property 4.1 says, instead of 0/0."""
+    return np.where(divisor > 0, divisor, np.inf)
 
 
 def clamped_if_needed(log_ratio, peak: float):
@@ -148,32 +110,12 @@ def clamped_if_needed(log_ratio, peak: float):
     return log_ratio if peak <= LOG_RATIO_BOUND else clamped(log_ratio)
 
 
-def sequence_log_ratio(log_ratio, peak: float, lengths):
-    """GSPO's log-ratio of each completion, shape ``(B, 1)``: its masked token log-ratios summed over its
-    ``lengths`` tokens, then clamped.
-
-    The rows are summed at the power-of-two scale of ``peak`` (the largest
-    magnitude), so a sum of finite terms never overflows to ±inf (nor
-    ``inf - inf`` to NaN); dividing by a power of two is exact, so any sum that
-    did not overflow is unchanged bit for bit.
-    """
-    scale = unit(peak)
-    return clamped((log_ratio / scale).sum(-1, keepdim=True) / lengths.unsqueeze(-1) * scale)
-
-
-def std(values) -> float:
-    """The (population) std of finite NumPy values, taken at a power-of-two scale like :func:`mean`."""
-    scale = power_of_two(values, None)
-    return float((values / scale).std() * scale.item())
-
-
 # The softmax policy of the bandit, :math:`\pi_\theta = \mathrm{softmax}(\theta)`, over the last axis.
 
 
 def softmax(logits):
     r""":math:`\pi_\theta`; a logit more than 745 below the largest has probability exactly 0."""
-    with np.errstate(over="ignore"):  # a logit 1.8e308 below the largest: exp(-inf) = 0
-        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
     return shifted / shifted.sum(axis=-1, keepdims=True)
 
 

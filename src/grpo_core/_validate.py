@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 
 import numpy as np
 
@@ -18,41 +17,49 @@ from grpo_core._kernels import is_torch
 
 MAX_COUNT = 10**7  # group sizes, steps, epochs, pairs: far beyond any teaching run, and a loop that ends
 MAX_TOKENS = 2**53  # token counts (a global batch's): any a run reaches, each exact in float64
+#: The range the package promises (package docstring, "The range"): every array entry and real knob within ±1e9.
+MAX_MAGNITUDE = 1e9
 
 
 def finite_array(x, name: str, *, ndim: tuple[int, ...] | None = None):
-    """``x`` as a finite float array of its own backend.
+    """``x`` as a float array of its own backend, every entry finite and within ±``MAX_MAGNITUDE``.
 
     NumPy arrays, Python numbers and (nested) sequences of real numbers (0-d
     tensors among them) give a NumPy array; a torch tensor stays a tensor (on
-    its device, with its autograd graph). Floating dtypes are kept, except
-    those narrower than 32 bits (float16, bfloat16, the float8 variants), which
-    become float32; integers become float64. Booleans, strings (numeric or
-    not), complex numbers, ``None`` and ragged sequences are refused with a
-    ``TypeError``.
+    its device, with its autograd graph). float32 and float64 are kept, float16
+    and bfloat16 become float32, integers float64. Booleans (also inside a
+    list), strings, complex numbers, ``None`` and ragged sequences are refused
+    with a ``TypeError``.
     """
     x = _torch_float(x, name) if is_torch(x) else _numpy_float(x, name)
     if ndim is not None and x.ndim not in ndim:
         raise ValueError(f"{name} must have {' or '.join(map(str, ndim))} dimension(s), got shape {tuple(x.shape)}")
     if x.ndim > 0 and 0 in tuple(x.shape):
         raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
-    if not all_finite(x):
-        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    in_range(x, name)
     return x
+
+
+def in_range(x, name: str) -> None:
+    """Raise unless every entry of ``x`` is finite and within ±``MAX_MAGNITUDE`` (two reductions, no temporary)."""
+    values = x.detach() if is_torch(x) else x
+    smallest, largest = float(values.min()), float(values.max())  # NaN propagates through both
+    if not (math.isfinite(smallest) and math.isfinite(largest)):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+    if max(-smallest, largest) > MAX_MAGNITUDE:
+        raise ValueError(  # Python ints beyond int64
+            f"{name} must lie within ±{MAX_MAGNITUDE:.0e} (the range grpo_core promises), "
+            f"got an entry of magnitude {max(-smallest, largest):.3g}"
+        )
 
 
 def numpy_array(x, name: str, *, ndim: tuple[int, ...] | None = None) -> np.ndarray:
     """``x`` as a finite float64 NumPy array of its own, for the NumPy-only functions.
 
-    Always a copy (of a tensor, detached): the caller may change its buffer
-    afterwards. A ``longdouble`` value beyond the float64 range is refused.
+    Always a copy (of a tensor, detached): the caller may change its buffer afterwards.
     """
     x = finite_array(x, name, ndim=ndim)
-    with np.errstate(over="ignore"):  # a longdouble beyond the float64 range becomes inf, refused below
-        copy = x.detach().cpu().double().numpy().copy() if is_torch(x) else np.array(x, dtype=np.float64)
-    if x.dtype.itemsize > 8 and not all_finite(copy):  # a longdouble can be finite and overflow float64
-        raise ValueError(f"{name} must lie within the float64 range (|x| < 1.8e308)")
-    return copy
+    return x.detach().cpu().double().numpy().copy() if is_torch(x) else np.array(x, dtype=np.float64)
 
 
 def scalar(x, name: str) -> float:
@@ -65,42 +72,40 @@ def _torch_float(x, name: str):
         raise TypeError(f"{name} must hold real numbers, got a tensor of dtype {x.dtype}")
     if not x.is_floating_point():
         return x.double()
-    return x.float() if x.dtype.itemsize < 4 else x  # float16, bfloat16, float8: computed in float32
+    return x.float() if x.dtype.itemsize < 4 else x  # float16, bfloat16: computed in float32
 
 
-def _without_tensors(x, name: str):
-    """Nested sequences with each tensor in them as a float64 NumPy array (``np.asarray`` would call a tensor's
-    ``numpy()``, which refuses one that requires grad or has a dtype NumPy lacks)."""
+def entries(x, name: str):
+    """Nested sequences as NumPy takes them, each entry checked first: a bool, a string or ``None`` inside a list
+    is refused (``np.asarray([True, -2.0])`` would read the bool as 1.0), a tensor becomes a float64 array (its
+    ``numpy()`` refuses one that requires grad)."""
+    if isinstance(x, (list, tuple)):
+        return [entries(v, name) for v in x]
     if is_torch(x):
         return _torch_float(x, name).detach().cpu().double().numpy()
-    if isinstance(x, (list, tuple)):
-        return [_without_tensors(v, name) for v in x]
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must hold real numbers, not booleans (got {_shown(x)} inside a sequence)")
+    if isinstance(x, np.ndarray) and x.dtype.kind == "b":
+        raise TypeError(f"{name} must hold real numbers, not booleans")
     return x
 
 
 def _numpy_float(x, name: str) -> np.ndarray:
     if x is None or isinstance(x, (str, bytes, dict, set, frozenset)):
         raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}")
-    if isinstance(x, (list, tuple)) and "torch" in sys.modules:
-        x = _without_tensors(x, name)
     try:
-        array = np.asarray(x)
+        array = np.asarray(entries(x, name))
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be an array of real numbers (not ragged): {err}") from None
-    if array.dtype == object:  # Python ints beyond int64, or mixed objects
-        entries = array.ravel().tolist()
-        if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in entries):
-            raise TypeError(f"{name} must hold only real numbers, got {sorted({type(v).__name__ for v in entries})}")
-        try:
-            array = np.array([float(v) for v in entries]).reshape(array.shape)
-        except OverflowError:
-            raise ValueError(f"{name} must be finite: an integer in it exceeds the float64 range") from None
-    kind = array.dtype.kind
-    if kind == "b":
+    if array.dtype.kind == "b":
         raise TypeError(f"{name} must hold real numbers, not booleans")
-    if kind not in "iuf":
-        raise TypeError(f"{name} must hold real numbers, got dtype {array.dtype}")
-    if kind != "f":
+    if array.dtype == object and all(isinstance(v, numbers.Real) for v in array.ravel().tolist()):
+        raise ValueError(  # Python ints beyond int64
+            f"{name} must lie within ±{MAX_MAGNITUDE:.0e} (the range promised): it holds an integer beyond int64"
+        )
+    if array.dtype.kind not in "iuf" or array.dtype.itemsize > 8:  # str, complex, mixed objects, longdouble
+        raise TypeError(f"{name} must hold real numbers within ±{MAX_MAGNITUDE:.0e}, got dtype {array.dtype}")
+    if array.dtype.kind != "f":
         return array.astype(np.float64)
     return array.astype(np.float32) if array.dtype.itemsize < 4 else array
 
@@ -109,30 +114,6 @@ def _torch():
     import torch
 
     return torch
-
-
-def all_finite(x) -> bool:
-    """No NaN or ±inf, decided in the common case by one reduction.
-
-    NaN and ±inf propagate through a sum, so a finite sum means every entry is
-    finite; only a non-finite sum (a NaN, an inf, or an overflowing sum) is
-    checked entry by entry. This avoids a temporary the size of ``x``, which
-    matters for the (completions × tokens) tensors of the token loss.
-    """
-    if is_torch(x):
-        x = x.detach()
-        return bool(x.sum().isfinite()) or bool(x.isfinite().all())
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(x.sum())) or bool(np.isfinite(x).all())
-
-
-def overflow_checked(compute, what: str):
-    """``compute()`` with float overflow silenced, refused with a ``ValueError`` naming ``what`` if it overflowed."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        result = compute()
-    if not all_finite(result if is_torch(result) else np.asarray(result)):
-        raise ValueError(f"{what} exceeds the float range")
-    return result
 
 
 def arrays(**named) -> tuple:
@@ -161,30 +142,26 @@ def _shown(value) -> str:
     return shown if len(shown) <= 80 else f"{shown[:60]}... ({len(shown)} characters)"
 
 
-def real_number(value, name: str) -> float:
-    """A finite real number: ints, floats and their NumPy types; never a bool, string or complex."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+def real_number(value, name: str, *, limit: float = MAX_MAGNITUDE) -> float:
+    """A finite real number within ±``limit``: ints, floats and their NumPy types; never a bool, string or complex."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {_shown(value)}")
-    try:
-        value = float(value)
-    except OverflowError:
-        raise ValueError(f"{name} must be a finite number, got an integer beyond the float64 range") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value}")
-    return value
+    if not abs(value) <= limit:  # NaN fails this too
+        raise ValueError(f"{name} must be a finite number within ±{limit:.0e}, got {_shown(value)}")
+    return float(value)
 
 
-def nonnegative(value, name: str) -> float:
+def nonnegative(value, name: str, *, limit: float = MAX_MAGNITUDE) -> float:
     """A real number >= 0 (a clip range, an epsilon, a KL weight)."""
-    value = real_number(value, name)
+    value = real_number(value, name, limit=limit)
     if value < 0:
         raise ValueError(f"{name} must be a finite number >= 0, got {value}")
     return value
 
 
-def positive(value, name: str) -> float:
+def positive(value, name: str, *, limit: float = MAX_MAGNITUDE) -> float:
     """A real number > 0 (a learning rate, a temperature)."""
-    value = nonnegative(value, name)
+    value = nonnegative(value, name, limit=limit)
     if value == 0:
         raise ValueError(f"{name} must be > 0, got {value}")
     return value
@@ -323,7 +300,7 @@ def masked_log_ratio(top, bottom, keep, names: str):
     if not (math.isfinite(smallest) and math.isfinite(largest)):
         first, second = names.split(" - ")
         for value, name in ((top, first), (bottom, second)):
-            if not all_finite(torch.where(keep, value.detach(), 0.0)):
+            if not bool(torch.where(keep, value.detach(), 0.0).isfinite().all()):
                 raise ValueError(f"{name} must be finite (no NaN or inf) where mask is 1")
         raise ValueError(f"{names} overflows the float range where mask is 1")
     return log_ratio, max(-smallest, largest)
@@ -345,12 +322,3 @@ def clip_band(eps_low, eps_high, delta) -> tuple[float, float, float | None]:
     if delta <= high:
         raise ValueError(f"delta must be > 1 + eps_high = {high}, got {delta}")
     return low, high, delta
-
-
-def check_clipped_update(config) -> None:
-    """Validate the knobs every clipped update shares (bandit GRPO and PPO, sequence GRPO):
-    ``eps_low``, ``eps_high`` (or ``None``), ``beta``, ``lr`` and ``inner_epochs``."""
-    clip_range(config.eps_low, config.eps_high)
-    nonnegative(config.beta, "beta")
-    positive(config.lr, "lr")
-    positive_int(config.inner_epochs, "inner_epochs")

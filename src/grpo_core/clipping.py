@@ -4,10 +4,8 @@ Each function acts element-wise on NumPy arrays or torch tensors (autograd
 flows through the torch path); one element is one token, or one bandit sample.
 
 The log-ratio is clamped to ±``LOG_RATIO_BOUND`` = ±20 before it is
-exponentiated, the bound verl 0.9.1 uses on its token ratio (``compute_policy_loss_vanilla``:
-``torch.clamp(negative_approx_kl, min=-20.0, max=20.0)``; OpenRLHF 0.11.2's ``PolicyLoss``
-clamps the same, TRL 1.16.0 does not clamp; for GSPO's sequence ratio see
-:func:`sequence_importance_ratio`): the ratio stays in
+exponentiated, as some production trainers do (which, and where: the book's "Production formulas" page,
+"Clamps on the token ratio"): the ratio stays in
 :math:`[e^{-20}, e^{20}]` instead of overflowing to inf, and its gradient is 0
 beyond the bound. Such a ratio is far outside any clip band, so the clipped
 surrogate is unchanged wherever its clip is active.
@@ -15,9 +13,11 @@ surrogate is unchanged wherever its clip is active.
 
 from __future__ import annotations
 
+import math
+
 from grpo_core import _kernels as K
 from grpo_core._kernels import LOG_RATIO_BOUND
-from grpo_core._validate import arrays, clip_band, clip_range, masked_log_ratio, overflow_checked, token_batch
+from grpo_core._validate import arrays, clip_band, clip_range, masked_log_ratio, token_batch
 
 __all__ = [
     "LOG_RATIO_BOUND",
@@ -37,7 +37,8 @@ def importance_ratio(logp, old_logp):
     log-ratio clamped to ±20 (module docstring).
     """
     logp, old_logp = arrays(logp=logp, old_logp=old_logp)
-    return K.ratio(logp, old_logp)
+    xp = K.namespace(logp)  # NumPy, or torch for tensors
+    return xp.exp(K.clamped(logp - old_logp))  # r = exp(log π_θ - log π_θ_old), the log-ratio clamped to ±20
 
 
 def sequence_importance_ratio(logps, old_logps, mask):
@@ -48,16 +49,15 @@ def sequence_importance_ratio(logps, old_logps, mask):
     the geometric mean of completion i's token ratios. ``logps``, ``old_logps``
     and ``mask`` (bool or 0/1) have shape ``(B, T)``; values at masked
     positions are never read (they may even be NaN). The mean log-ratio is
-    clamped to ±20 like every log-ratio here. Production bounds differ: TRL 1.16.0
-    does not clamp it, verl 0.9.1's ``compute_policy_loss_gspo`` clamps it from above
-    only, at 10, and OpenRLHF 0.11.2's GSPO mode does not clamp it: all agree while
-    the mean log-ratio stays within ±10. GSPO's paper clips this ratio to
+    clamped to ±20 like every log-ratio here; the production trainers' bounds differ
+    (the book's "Production formulas" page, "GSPO in verl and OpenRLHF"). GSPO's paper clips this ratio to
     [1 − 3e-4, 1 + 4e-4] (Zheng et al. 2025, §5.1), not eq. (7)'s ε = 0.2: a geometric
     mean of many token ratios moves far less than one of them.
     """
     logps, old_logps, _, _, (_, keep, lengths) = token_batch(logps, old_logps, None, None, mask, allow_empty_rows=True)
-    log_ratio, peak = masked_log_ratio(logps, old_logps, keep, "logps - old_logps")
-    return K.sequence_log_ratio(log_ratio, peak, lengths.clamp(min=1)).exp()
+    delta, _ = masked_log_ratio(logps, old_logps, keep, "logps - old_logps")  # δ_{i,t}, exactly 0 where masked
+    mean_delta = delta.sum(-1, keepdim=True) / lengths.clamp(min=1).unsqueeze(-1)  # Σ_t m δ / max(Σ_t m, 1)
+    return K.clamped(mean_delta).exp()  # s_i, its log clamped to ±20
 
 
 def clipped_surrogate(
@@ -77,9 +77,11 @@ def clipped_surrogate(
     :math:`\min(\min(r, \delta)\hat A,\ \mathrm{clip}(r)\hat A)`: TRL's "two-sided
     clipping" (INTELLECT-2), which bounds the term when Â < 0 and r is huge.
     """
-    ratio, advantages = arrays(ratio=ratio, advantages=advantages)
-    low, high, delta = clip_band(eps_low, eps_high, delta)
-    return overflow_checked(lambda: K.surrogate(ratio, advantages, low, high, delta), "r·advantages")
+    r, A = arrays(ratio=ratio, advantages=advantages)
+    low, high, delta = clip_band(eps_low, eps_high, delta)  # the band [1 - ε_low, 1 + ε_high] and δ
+    xp = K.namespace(r)
+    unclipped = r if delta is None else xp.clip(r, None, delta)  # r, capped at δ if given
+    return xp.minimum(unclipped * A, xp.clip(r, low, high) * A)  # min(r·Â, clip(r, 1 - ε, 1 + ε)·Â)
 
 
 def clip_masks(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None):
@@ -98,8 +100,5 @@ def clip_masks(ratio, advantages, eps_low: float = 0.2, eps_high: float | None =
 def clip_fractions(ratio, advantages, eps_low: float = 0.2, eps_high: float | None = None) -> dict[str, float]:
     """Fractions of terms clipped: ``{"low": …, "high": …, "region": …}``."""
     low, high = clip_masks(ratio, advantages, eps_low, eps_high)
-    return {
-        "low": float((low * 1.0).mean()),
-        "high": float((high * 1.0).mean()),
-        "region": float(((low | high) * 1.0).mean()),
-    }
+    n = math.prod(low.shape)  # counts over n in Python's exact arithmetic: float64 for NumPy and torch alike
+    return {"low": int(low.sum()) / n, "high": int(high.sum()) / n, "region": int((low | high).sum()) / n}

@@ -15,20 +15,15 @@ Their *gradients* are another matter (what the loss actually uses):
 :math:`\mathbb E_{\pi_\theta}[\nabla k_3] = \nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`, the KL with
 its arguments swapped. Two production fixes restore the gradient of
 :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`: :func:`kl_k3_ratio` (TRL's ``use_bias_correction_kl``)
-and :func:`kl_k3_plus` (verl's ``"k3+"``). (The words "forward" and "reverse" are avoided here on purpose:
-TRL 1.16.0's ``grpo_config.py`` and OpenRLHF call :math:`\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})` the
-*reverse* KL, as the variational-inference literature does, while some texts call it the forward one. The
-arguments say which is meant.)
+and :func:`kl_k3_plus` (verl's ``"k3+"``). The words "forward" and "reverse" are avoided on purpose (the libraries
+disagree on them: the book's "Production formulas" page); the arguments say which KL is meant.
 
 Where :math:`\rho` is exponentiated, the log-ratio is clamped to
-``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (``grpo_core.clipping.LOG_RATIO_BOUND``), the bound verl 0.9.1 applies
-to the log-ratio of its k3 (``kl_penalty_forward``, ``"low_var_kl"``) and of its token ratio
-(``compute_policy_loss_vanilla``) in ``verl/trainer/ppo/core_algos.py``: k3 stays below
+``[-LOG_RATIO_BOUND, LOG_RATIO_BOUND]`` = ±20 (``grpo_core.clipping.LOG_RATIO_BOUND``): k3 stays below
 :math:`e^{20} - 21 \approx 4.9\cdot10^8` instead of overflowing, and its gradient is 0 beyond the bound (as a
-clamp's is). verl also clamps the k3 *value* to [−10, 10] (so does OpenRLHF, whose k3 clamps the log-ratio from below
-at −10 only); ``grpo_core`` does not, so the two agree wherever k3 < 10. :func:`kl_k3_ratio` multiplies two clamped
-factors, the ratio :math:`r \le e^{20}` and k3, so it stays below :math:`e^{40} \approx 2.4\cdot10^{17}`.
-Log-probabilities of real policies rarely differ by more than 20 nats on a sampled token.
+clamp's is). :func:`kl_k3_ratio` multiplies two clamped factors, the ratio :math:`r \le e^{20}` and k3, so it stays
+below :math:`e^{40} \approx 2.4\cdot10^{17}`. Log-probabilities of real policies rarely differ by more than 20 nats on
+a sampled token. How the production trainers clamp k3: the same page, "Clamps on k3".
 """
 
 from __future__ import annotations
@@ -36,19 +31,19 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_core import _kernels as K
-from grpo_core._validate import arrays, overflow_checked, probabilities, same_shape
+from grpo_core._validate import arrays, probabilities, same_shape
 
 
 def kl_k1(logp, ref_logp):
     r"""k1 = :math:`\log\pi_\theta(o) - \log\pi_\mathrm{ref}(o)`, unbiased, can be negative."""
     logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
-    return overflow_checked(lambda: logp - ref_logp, "k1 = logp - ref_logp")
+    return logp - ref_logp
 
 
 def kl_k2(logp, ref_logp):
     r"""k2 = :math:`\tfrac12(\log\pi_\mathrm{ref}(o) - \log\pi_\theta(o))^2`, nonnegative, biased."""
     logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
-    return overflow_checked(lambda: 0.5 * (logp - ref_logp) ** 2, "k2 = (logp - ref_logp)**2 / 2")
+    return 0.5 * (ref_logp - logp) ** 2
 
 
 def kl_k3(logp, ref_logp):
@@ -60,14 +55,15 @@ def kl_k3(logp, ref_logp):
     the log-ratio is clamped to ±20 (module docstring).
     """
     logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
-    return K.k3(K.log_ratio(ref_logp, logp))
+    log_rho = K.clamped(ref_logp - logp)  # log ρ = log(π_ref / π_θ), clamped to ±20
+    return K.namespace(log_rho).expm1(log_rho) - log_rho  # ρ - log ρ - 1, with expm1(log ρ) = ρ - 1
 
 
 def kl_k3_ratio(logp, ref_logp, old_logp):
     r"""k3 times the importance ratio of eq. (6): :math:`r\,k_3`, :math:`r = \pi_\theta/\pi_{\theta_\mathrm{old}}`.
 
-    TRL 1.16.0's ``use_bias_correction_kl=True`` (``per_token_kl * coef_1``,
-    the *unclipped* ratio, gradient through both factors). Both factors are clamped
+    TRL's ``use_bias_correction_kl=True`` (the *unclipped* ratio, gradient through
+    both factors; the book's "Production formulas" page). Both factors are clamped
     (module docstring), so the product stays below :math:`e^{40}`: from valid
     log-probabilities ``kl_k3_ratio([-20], [0], [-40])`` is :math:`e^{20}(e^{20} - 21) \approx 2.35\cdot10^{17}`.
     For samples drawn from :math:`\pi_{\theta_\mathrm{old}}`,
@@ -75,17 +71,17 @@ def kl_k3_ratio(logp, ref_logp, old_logp):
     = \nabla_\theta\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`.
     """
     logp, ref_logp, old_logp = arrays(logp=logp, ref_logp=ref_logp, old_logp=old_logp)
-    return K.ratio(logp, old_logp) * K.k3(K.log_ratio(ref_logp, logp))
+    r, log_rho = K.ratio(logp, old_logp), K.log_ratio(ref_logp, logp)  # eq. (6); log ρ of eq. (8)
+    return r * K.k3(log_rho)  # r · k3
 
 
 def kl_k3_plus(logp, ref_logp):
-    r"""The value of k3 with the gradient of k2 (straight-through), verl 0.9.1's ``kl_penalty(..., "k3+")``.
+    r"""The value of k3 with the gradient of k2 (straight-through), verl's ``"k3+"``.
 
     :math:`\mathbb E_{\pi_\theta}[\nabla k_2] = \nabla\mathrm{KL}(\pi_\theta\|\pi_\mathrm{ref})`, while
-    k3's own gradient estimates :math:`\nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`. verl clamps the k3
-    value to [−10, 10] (``grpo_core`` does not); the gradient, k2's, is unclamped in both. On torch the result is
-    ``(k2 - k2.detach()) + k3.detach()`` (verl's order of terms, so the value is
-    k3 bit for bit); NumPy has no gradient and returns the k3 value.
+    k3's own gradient estimates :math:`\nabla\mathrm{KL}(\pi_\mathrm{ref}\|\pi_\theta)`. On torch the result is
+    ``(k2 - k2.detach()) + k3.detach()`` (verl's order of terms, so the value is k3 bit for bit; how verl clamps it:
+    the book's "Production formulas" page); NumPy has no gradient and returns the k3 value.
     """
     logp, ref_logp = arrays(logp=logp, ref_logp=ref_logp)
     return K.k3_plus(K.log_ratio(ref_logp, logp))

@@ -8,9 +8,8 @@ version, with a mean over each completion's tokens, is
 
 from __future__ import annotations
 
-from grpo_core import _kernels as K
-from grpo_core._kernels import KL_ESTIMATORS
-from grpo_core._validate import arrays, choice, clip_band, nonnegative, overflow_checked
+from grpo_core._kernels import KL_ESTIMATORS, kl_term, log_ratio, ratio, surrogate
+from grpo_core._validate import arrays, choice, clip_band, nonnegative
 
 __all__ = ["KL_ESTIMATORS", "clip_objective", "grpo_objective"]
 
@@ -22,11 +21,10 @@ def clip_objective(
 
     ``delta`` caps the unclipped branch as in :func:`grpo_core.clipping.clipped_surrogate`.
     """
-    logp, old_logp, advantages = arrays(logp=logp, old_logp=old_logp, advantages=advantages)
+    logp, old_logp, A = arrays(logp=logp, old_logp=old_logp, advantages=advantages)
     low, high, delta = clip_band(eps_low, eps_high, delta)
-    return overflow_checked(
-        lambda: K.clip_objective(logp, old_logp, advantages, low, high, delta), "the mean of r·advantages"
-    )
+    r = ratio(logp, old_logp)  # eq. (6)
+    return surrogate(r, A, low, high, delta).mean()  # eq. (7): mean of min(r·Â, clip(r, 1-ε, 1+ε)·Â)
 
 
 def grpo_objective(
@@ -52,19 +50,15 @@ def grpo_objective(
     tensor out, differentiable in ``logp``. This is to be *maximised*.
 
     ``kl_estimator`` picks the KL term: ``"k3"`` (eq. 8), ``"k3_ratio"``
-    (:math:`r_i k_3`, TRL's ``use_bias_correction_kl``, see
-    :func:`grpo_core.kl.kl_k3_ratio`) or ``"k3_plus"`` (k3's value, k2's
+    (:math:`r_i k_3`, :func:`grpo_core.kl.kl_k3_ratio`) or ``"k3_plus"`` (k3's value, k2's
     gradient, :func:`grpo_core.kl.kl_k3_plus`); ``delta`` caps the unclipped
     branch (:func:`grpo_core.clipping.clipped_surrogate`). With one action per
     sample the token and the sequence ratio coincide.
     """
-    logp, old_logp, ref_logp, advantages = arrays(
-        logp=logp, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages
-    )
-    low, high, delta = clip_band(eps_low, eps_high, delta)
-    beta = nonnegative(beta, "beta")
+    logp, old_logp, ref_logp, A = arrays(logp=logp, old_logp=old_logp, ref_logp=ref_logp, advantages=advantages)
+    low, high, delta, beta = *clip_band(eps_low, eps_high, delta), nonnegative(beta, "beta")
     choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
-    return overflow_checked(
-        lambda: K.grpo_objective(logp, old_logp, ref_logp, advantages, low, high, beta, kl_estimator, delta),
-        "the objective (advantages or beta too large)",
-    )
+    r = ratio(logp, old_logp)  # eq. (6), its log clamped to ±20
+    J_clip = surrogate(r, A, low, high, delta).mean()  # eq. (7): mean of min(r·Â, clip(r, 1-ε, 1+ε)·Â)
+    D_KL = kl_term(kl_estimator, log_ratio(ref_logp, logp), r).mean()  # eq. (8): k3 of ρ = π_ref/π_θ
+    return J_clip - beta * D_KL  # eq. (9)

@@ -12,12 +12,9 @@ that is broadcast to every one of its tokens. The per-token term is
 with :math:`r_{i,t}` the ratio of eq. (6) and :math:`k_3` the estimator of
 eq. (8). β enters here, per token, before any averaging, so the KL term is
 averaged exactly like the clipped term (as in TRL, and verl whose KL loss uses the
-same ``loss_agg_mode``). OpenRLHF 0.11.2 differs: it averages its KL loss per token
-in every mode (``aggregate_loss`` with its default ``token_level_loss=True``,
-``openrlhf/trainer/ray/ppo_actor.py`` line 331), so its "seq-mean-token-mean" is
-``grpo(β=0) + [bnpo(β) − bnpo(0)]`` in this function's terms
-(``tests/test_production_formulas.py``). ``loss_type`` then says how the masked
-terms are averaged — the source of length bias's per-token weights (§9):
+same ``loss_agg_mode``); OpenRLHF averages its KL loss per token in every mode (the
+book's "Production formulas" page, "The loss: how token terms are averaged"). ``loss_type``
+then says how the masked terms are averaged — the source of length bias's per-token weights (§9):
 
 ``"grpo"``
     eq. (7): mean over each completion's own tokens, then over completions.
@@ -49,7 +46,7 @@ metric are bit for bit the same.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import torch
 
@@ -70,69 +67,73 @@ LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 IMPORTANCE_SAMPLING_LEVELS = ("token", "sequence")
 
 
+@dataclass(frozen=True)
+class TokenLossOptions:
+    """The knobs of :func:`grpo_token_loss` (its keyword arguments, documented there), checked when made."""
+
+    eps_low: float = 0.2
+    eps_high: float | None = None
+    beta: float = 0.04
+    loss_type: str = "grpo"
+    max_completion_length: int | None = None
+    num_items_in_batch: int | None = None
+    kl_estimator: str = "k3"
+    delta: float | None = None
+    importance_sampling_level: str = "token"
+
+    def __post_init__(self) -> None:
+        clip_band(self.eps_low, self.eps_high, self.delta)
+        nonnegative(self.beta, "beta")
+        choice(self.loss_type, "loss_type", LOSS_TYPES)
+        choice(self.kl_estimator, "kl_estimator", KL_ESTIMATORS)
+        choice(self.importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
+        if self.max_completion_length is not None:
+            positive_int(self.max_completion_length, "max_completion_length", maximum=MAX_TOKENS)
+        elif self.loss_type == "dr_grpo":  # the padded width would make the constant depend on the batch
+            raise ValueError('max_completion_length is required with loss_type="dr_grpo" (the configured L_max)')
+        if self.num_items_in_batch is not None:
+            positive_int(self.num_items_in_batch, "num_items_in_batch", maximum=MAX_TOKENS)
+
+    def for_batch(self, ref_logps, lengths: torch.Tensor):
+        """The clip band ``(1 - eps_low, 1 + eps_high)``, δ, β and what the masked token sum is divided by, given the
+        batch's ``ref_logps`` and token count per completion (``None``: "grpo"'s mean of each completion's own
+        tokens, then over completions)."""
+        if ref_logps is None and self.beta > 0:
+            raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
+        num_tokens, longest = lengths.sum(), int(lengths.max())
+        if self.loss_type == "dr_grpo" and self.max_completion_length < longest:
+            raise ValueError(
+                f"max_completion_length must be >= the longest completion ({longest}), got {self.max_completion_length}"
+            )
+        if self.num_items_in_batch is not None and self.num_items_in_batch < int(num_tokens):
+            raise ValueError(
+                f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {self.num_items_in_batch}"
+            )
+        divisor = {
+            "grpo": None,
+            "bnpo": num_tokens,
+            "dr_grpo": len(lengths) * (self.max_completion_length or 0),
+            "dapo": num_tokens if self.num_items_in_batch is None else self.num_items_in_batch,
+        }[self.loss_type]
+        return (*clip_band(self.eps_low, self.eps_high, self.delta), float(self.beta), divisor)
+
+
 def _tokens_per_row(flags: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Unmasked tokens flagged, per completion. A masked token has the token ratio exp(0) = 1,
     inside every band, so a (B, T) flag needs no mask; a (B, 1) sequence flag covers its completion's tokens."""
     return flags[:, 0] * lengths if flags.shape[-1] == 1 else flags.sum(-1)
 
 
-class _Options(NamedTuple):
-    """The knobs of :func:`grpo_token_loss`, validated against its batch."""
-
-    low: float  # the clip band of eq. (7)
-    high: float
-    delta: float | None  # the cap of the unclipped branch
-    beta: float
-    sequence: bool  # GSPO's sequence ratio instead of the token ratio
-    divisor: torch.Tensor | int | None  # what the masked token sum is divided by (None: each completion's length)
-
-
-def _options(
-    lengths: torch.Tensor,
-    width: int,
-    has_ref: bool,
-    eps_low,
-    eps_high,
-    beta,
-    loss_type,
-    max_completion_length,
-    num_items_in_batch,
-    kl_estimator,
-    delta,
-    importance_sampling_level,
-) -> _Options:
-    """The checks of :func:`grpo_token_loss`'s knobs, given its batch's token counts per completion (``lengths``)
-    and padded length (``width``)."""
-    low, high, delta = clip_band(eps_low, eps_high, delta)
-    beta = nonnegative(beta, "beta")
-    if not has_ref and beta > 0:
-        raise TypeError("ref_logps must be a torch.Tensor when beta > 0 (it is None)")
-    choice(loss_type, "loss_type", LOSS_TYPES)
-    choice(kl_estimator, "kl_estimator", KL_ESTIMATORS)
-    choice(importance_sampling_level, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
-    num_tokens, longest = lengths.sum(), int(lengths.max())
-    if max_completion_length is None:
-        if loss_type == "dr_grpo":  # the padded width would make the constant depend on the batch
-            raise ValueError('max_completion_length is required with loss_type="dr_grpo" (the configured L_max)')
-        max_completion_length = width  # unused by the other loss types
-    max_completion_length = positive_int(max_completion_length, "max_completion_length", maximum=MAX_TOKENS)
-    if loss_type == "dr_grpo" and max_completion_length < longest:
-        raise ValueError(
-            f"max_completion_length must be >= the longest completion ({longest}), got {max_completion_length}"
-        )
-    if num_items_in_batch is not None:
-        num_items_in_batch = positive_int(num_items_in_batch, "num_items_in_batch", maximum=MAX_TOKENS)
-        if num_items_in_batch < int(num_tokens):
-            raise ValueError(
-                f"num_items_in_batch must be >= this batch's {int(num_tokens)} tokens, got {num_items_in_batch}"
-            )
-    divisor = {
-        "grpo": None,
-        "bnpo": num_tokens,
-        "dr_grpo": len(lengths) * max_completion_length,
-        "dapo": num_tokens if num_items_in_batch is None else num_items_in_batch,
-    }[loss_type]
-    return _Options(low, high, delta, beta, importance_sampling_level == "sequence", divisor)
+def _clip_metrics(ratio, advantages, lengths, low: float, high: float) -> dict[str, float]:
+    """The fractions of tokens whose clip is active, with the names TRL logs them under (float32, as TRL's)."""
+    num_tokens = lengths.sum()
+    low_count = (_tokens_per_row(ratio < low, lengths) * (advantages < 0)).sum()
+    high_count = (_tokens_per_row(ratio > high, lengths) * (advantages > 0)).sum()
+    return {
+        "clip_ratio/region_mean": float((low_count + high_count) / num_tokens),
+        "clip_ratio/low_mean": float(low_count / num_tokens),
+        "clip_ratio/high_mean": float(high_count / num_tokens),
+    }
 
 
 def grpo_token_loss(
@@ -141,18 +142,11 @@ def grpo_token_loss(
     ref_logps: torch.Tensor | None,
     advantages: torch.Tensor,
     mask: torch.Tensor,
-    *,
-    eps_low: float = 0.2,
-    eps_high: float | None = None,
-    beta: float = 0.04,
-    loss_type: str = "grpo",
-    max_completion_length: int | None = None,
-    num_items_in_batch: int | None = None,
-    kl_estimator: str = "k3",
-    delta: float | None = None,
-    importance_sampling_level: str = "token",
+    **options,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     r"""The GRPO loss (the negative of eq. 9) over a batch of completions.
+
+    ``options`` are the keyword arguments below after ``mask``, the fields of :class:`TokenLossOptions`.
 
     Parameters
     ----------
@@ -203,51 +197,32 @@ def grpo_token_loss(
     Every argument is checked once, before the arithmetic (the unmasked
     entries' finiteness on the masked log-ratios the loss needs anyway).
     """
-    logps, old_logps, ref_logps, advantages, (mask, keep, lengths) = token_batch(
+    options = TokenLossOptions(**options)
+    logps, old_logps, ref_logps, A, (mask, keep, lengths) = token_batch(
         logps, old_logps, ref_logps, tensor(advantages, "advantages"), mask
     )
-    o = _options(
-        lengths,
-        logps.shape[1],
-        ref_logps is not None,
-        eps_low,
-        eps_high,
-        beta,
-        loss_type,
-        max_completion_length,
-        num_items_in_batch,
-        kl_estimator,
-        delta,
-        importance_sampling_level,
-    )
+    low, high, delta, beta, divisor = options.for_batch(ref_logps, lengths)
 
-    log_ratio, peak = masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps")
-    # per token, or GSPO's one per completion (the mean of its tokens'), clamped
-    log_ratio = K.sequence_log_ratio(log_ratio, peak, lengths) if o.sequence else K.clamped_if_needed(log_ratio, peak)
-    ratio = torch.exp(log_ratio)  # eq. (6): (B, T), or (B, 1) for the sequence ratio
-    adv = advantages.to(ratio.dtype).unsqueeze(-1)  # Â_i on every token of completion i
-    surrogate = K.surrogate(ratio, adv, o.low, o.high, o.delta).expand(logps.shape)
+    log_ratio, peak = masked_log_ratio(logps, old_logps.detach(), keep, "logps - old_logps")  # 0 where masked
+    if options.importance_sampling_level == "sequence":  # GSPO: one log-ratio per completion, its tokens' mean
+        log_ratio = log_ratio.sum(-1, keepdim=True) / lengths.unsqueeze(-1)
+    r = torch.exp(K.clamped_if_needed(log_ratio, peak))  # eq. (6): (B, T), or (B, 1) for the sequence ratio
+    A = A.to(r.dtype).unsqueeze(-1)  # Â_i on every token of completion i
+    surrogate = K.surrogate(r, A, low, high, delta).expand(logps.shape)  # eq. (7)'s min(r·Â, clip(r)·Â)
     per_token = -surrogate
     metrics: dict[str, float] = {}
     if ref_logps is not None:
         log_rho, peak = masked_log_ratio(ref_logps.detach(), logps, keep, "ref_logps - logps")
-        kl = K.kl_term(kl_estimator, K.clamped_if_needed(log_rho, peak), ratio)  # 0 at masked positions
-        if o.beta > 0:
-            per_token = (o.beta * kl).sub_(surrogate)  # β·KL - surrogate, the same bits as -surrogate + β·KL
-        with torch.no_grad():
-            metrics["kl"] = float(kl.sum() / lengths.sum())
+        kl = K.kl_term(options.kl_estimator, K.clamped_if_needed(log_rho, peak), r)  # eq. (8), 0 where masked
+        per_token = beta * kl - surrogate if beta > 0 else per_token  # eq. (9), negated, per token
+        metrics["kl"] = float(kl.detach().sum() / lengths.sum())
 
-    token_sum = per_token * mask  # per_token is finite everywhere, so this is exactly 0 at masked positions
+    token_sum = per_token * mask  # exactly 0 where masked (per_token is finite everywhere)
     # "grpo": each completion's mean, then the mean over completions; the others: one sum over one divisor
-    loss = (token_sum.sum(-1) / lengths).mean() if o.divisor is None else token_sum.sum() / o.divisor
+    loss = (token_sum.sum(-1) / lengths).mean() if divisor is None else token_sum.sum() / divisor
 
     with torch.no_grad():
-        num_tokens = lengths.sum()
-        low_count = (_tokens_per_row(ratio < o.low, lengths) * (advantages < 0)).sum()
-        high_count = (_tokens_per_row(ratio > o.high, lengths) * (advantages > 0)).sum()
-        metrics["clip_ratio/region_mean"] = float((low_count + high_count) / num_tokens)  # float32, as TRL logs it
-        metrics["clip_ratio/low_mean"] = float(low_count / num_tokens)
-        metrics["clip_ratio/high_mean"] = float(high_count / num_tokens)
+        metrics |= _clip_metrics(r, A[:, 0], lengths, low, high)
     metrics["loss"] = float(loss.detach())
     if not math.isfinite(metrics["loss"]):
         raise ValueError("the loss exceeds the float range: advantages (or beta) too large; rescale them")

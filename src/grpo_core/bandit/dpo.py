@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core import _kernels as K
-from grpo_core._validate import nonnegative, numpy_array, positive, positive_int, probabilities
+from grpo_core._validate import entries, nonnegative, numpy_array, positive, positive_int, probabilities, same_shape
 from grpo_core.bandit.env import check_rng, log_softmax
 from grpo_core.bandit.trainer import BanditTrainer
 
@@ -52,11 +52,12 @@ def preference_probability(reward_a, reward_b, temperature: float = 0.0) -> np.n
     :math:`r_a < r_b`, 1/2 on a tie.
     """
     reward_a, reward_b = numpy_array(reward_a, "reward_a"), numpy_array(reward_b, "reward_b")
+    same_shape(reward_a=reward_a, reward_b=reward_b)
     temperature = nonnegative(temperature, "temperature")
-    with np.errstate(over="ignore"):  # a margin beyond 1.8e308 is ±inf: P is then exactly 0 or 1
-        diff = reward_a - reward_b
-        if temperature == 0:
-            return 0.5 * (1.0 + np.sign(diff))
+    diff = reward_a - reward_b
+    if temperature == 0:
+        return 0.5 * (1.0 + np.sign(diff))
+    with np.errstate(over="ignore"):  # a margin of 2e9 over a tiny τ: exp(-inf) = 0, P exactly 0 or 1
         return np.exp(-np.logaddexp(0.0, -diff / temperature))
 
 
@@ -94,7 +95,7 @@ def _preference_pairs(rewards, ref_log_probs, num_pairs: int, rng: np.random.Gen
 
 
 def _pairs(pairs, num_actions: int) -> np.ndarray:
-    pairs = np.asarray(pairs)
+    pairs = np.asarray(entries(pairs, "pairs"))
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0 or not np.issubdtype(pairs.dtype, np.integer):
         raise TypeError(f"pairs must be a non-empty (N, 2) integer array [chosen, rejected], got {pairs.shape}")
     if pairs.min() < 0 or pairs.max() >= num_actions:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from grpo_core import _kernels as K
-from grpo_core._validate import numpy_array, positive_int, probabilities
+from grpo_core._kernels import is_torch
+from grpo_core._validate import entries, numpy_array, positive_int, probabilities
 
 #: The reward r(a) of each action A, B, C, D in the chapter's bandit (§11); B is best.
 CHAPTER_REWARDS = (0.2, 0.9, 0.4, 0.1)
@@ -25,17 +26,11 @@ def softmax(logits) -> np.ndarray:
 
 
 def log_softmax(logits, name: str = "logits") -> np.ndarray:
-    r""":math:`\log\pi_\theta`, computed stably; logits whose spread exceeds the float64 range are refused (log π would
-    be -inf).
+    r""":math:`\log\pi_\theta`, computed stably.
 
     ``name`` is the argument an error message names (``"ref_logits"`` for :math:`\pi_\mathrm{ref}`'s logits).
     """
-    logits = numpy_array(logits, name, ndim=(1, 2))
-    with np.errstate(over="ignore"):
-        shifted = logits - logits.max(axis=-1, keepdims=True)
-    if not np.isfinite(shifted).all():
-        raise ValueError(f"{name}: log π overflows float64, the spread max - min of the logits exceeds 1.8e308")
-    return K.log_softmax(logits)
+    return K.log_softmax(numpy_array(logits, name, ndim=(1, 2)))
 
 
 def check_rng(rng) -> np.random.Generator:
@@ -48,7 +43,7 @@ def check_rng(rng) -> np.random.Generator:
 def check_actions(actions, num_actions: int) -> np.ndarray:
     """``actions`` as a non-empty 1-D integer array of indices in ``[0, num_actions)``."""
     num_actions = positive_int(num_actions, "num_actions")
-    actions = np.asarray(actions).copy()  # the caller may change its buffer afterwards
+    actions = np.asarray(actions if is_torch(actions) else entries(actions, "actions")).copy()  # the caller's: copied
     if actions.ndim != 1 or actions.size == 0 or not np.issubdtype(actions.dtype, np.integer):
         raise TypeError(
             f"actions must be a non-empty 1-D array of integers, got dtype {actions.dtype}, shape {actions.shape}"
@@ -63,8 +58,8 @@ def sample_group(probs, group_size: int, rng: np.random.Generator) -> np.ndarray
     probs = numpy_array(probs, "probs", ndim=(1,))
     if (probs < 0).any() or (probs > 1).any() or not np.isclose(probs.sum(), 1.0, atol=1e-6):
         raise ValueError("probs must lie in [0, 1] and sum to 1")
-    group_size = positive_int(group_size, "group_size")
-    return K.sample(probs, group_size, check_rng(rng))
+    G, rng = positive_int(group_size, "group_size"), check_rng(rng)
+    return rng.choice(probs.size, size=G, p=probs / probs.sum())  # o_1, ..., o_G ~ π_θ_old
 
 
 def reward_of(actions, reward_table=CHAPTER_REWARDS) -> np.ndarray:
@@ -82,5 +77,4 @@ def state_value(probs, reward_table=CHAPTER_REWARDS) -> float:
     table = numpy_array(reward_table, "reward_table", ndim=(1,))
     if table.shape != probs.shape[-1:]:
         raise ValueError(f"reward_table must have one entry per action ({probs.shape[-1]}), got {table.shape}")
-    scale = K.power_of_two(table, None)  # exact: no overflow in the products of rewards near 1.8e308
-    return probs @ (table / scale) * scale.item()
+    return probs @ table

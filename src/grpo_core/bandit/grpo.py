@@ -31,7 +31,6 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,7 +38,6 @@ import numpy as np
 from grpo_core import _kernels as K
 from grpo_core._kernels import LOG_RATIO_BOUND
 from grpo_core._validate import (
-    check_clipped_update,
     choice,
     clip_range,
     nonnegative,
@@ -51,6 +49,8 @@ from grpo_core._validate import (
 from grpo_core.advantages import dr_grpo_advantages, group_advantages, rloo_advantages, zero_std_mask
 from grpo_core.bandit.env import check_actions, log_softmax
 from grpo_core.bandit.trainer import BanditTrainer, Diverged
+from grpo_core.config import ClippedUpdate
+from grpo_core.objective import grpo_objective
 
 #: Â of one group under each variant, as a function of the rewards and ``adv_eps`` (ε enters eq. 3 only).
 ADVANTAGES = {
@@ -108,36 +108,24 @@ def _objective_gradient(log_probs, actions, old_logp, ref_logp, advantages, low,
 
 
 @dataclass(frozen=True)
-class GRPOConfig:
+class GRPOConfig(ClippedUpdate):
     """The knobs of a bandit GRPO step (the lab's sliders).
 
-    ``group_size`` G, clip ``eps_low``/``eps_high`` (ε of eq. 7; ``None`` for a
-    symmetric clip), ``beta`` (β of eq. 9), learning rate ``lr`` and
-    ``inner_epochs`` of gradient ascent per group (§7), ``advantage`` in
-    {"grpo", "rloo", "dr_grpo"}, ``adv_eps`` (ε of eq. 3).
+    ``group_size`` G, the advantage estimator and its ε, and the knobs every
+    clipped update shares (:class:`~grpo_core.config.ClippedUpdate`: ``eps_low``,
+    ``eps_high``, ``beta`` of eq. 9, ``lr``, ``inner_epochs``).
     """
 
     #: G, completions per group (at least 2).
     group_size: int = 8
-    #: ε of eq. (7) below 1, the clip's lower side :math:`1 - \varepsilon_\mathrm{low}`.
-    eps_low: float = 0.2
-    #: ε of eq. (7) above 1 (``None`` for a symmetric clip,
-    #: :math:`\varepsilon_\mathrm{high} = \varepsilon_\mathrm{low}`).
-    eps_high: float | None = None
-    #: β of eq. (9), the weight of the k3 KL penalty.
-    beta: float = 0.04
-    #: Step size of each gradient-ascent step on eq. (9).
-    lr: float = 1.0
-    #: Ascent steps per group (§7's μ).
-    inner_epochs: int = 4
     #: The advantage estimator, a key of :data:`ADVANTAGES` (``grpo``, ``rloo`` or ``dr_grpo``).
     advantage: str = "grpo"
     #: ε added to the group std in eq. (3).
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         positive_int(self.group_size, "group_size", minimum=2)
-        check_clipped_update(self)
         choice(self.advantage, "advantage", tuple(ADVANTAGES))
         nonnegative(self.adv_eps, "adv_eps")
 
@@ -175,11 +163,11 @@ class StepResult:
 
     @property
     def reward_mean(self) -> float:
-        return float(K.mean(self.rewards))
+        return float(self.rewards.mean())
 
     @property
     def reward_std(self) -> float:
-        return K.std(self.rewards)
+        return float(self.rewards.std())
 
     @property
     def zero_variance(self) -> bool:
@@ -238,9 +226,8 @@ def _grpo_step(logits, ref_logits, actions, rewards, config: GRPOConfig) -> Step
     logp = log_probs[actions]
     ratios = K.ratio(logp, old_logp)
     clipped_low, clipped_high = K.clip_masks(ratios, advantages, low, high)
-    objective = float(K.grpo_objective(logp, old_logp, ref_logp, advantages, low, high, config.beta, "k3", None))
-    if not math.isfinite(objective):
-        raise Diverged(f"eq. (9) at the new policy overflowed the float range: beta = {config.beta} is too large")
+    objective = grpo_objective(logp, old_logp, ref_logp, advantages, config.eps_low, config.eps_high, config.beta)
+    objective = float(objective)
     return StepResult(
         actions=actions,
         rewards=rewards,
@@ -289,7 +276,7 @@ class BanditGRPO(BanditTrainer):
             self.sample()
         actions, self.pending = self.pending, None
         result = _grpo_step(self.logits, self.ref_logits, actions, self.reward_table[actions], self.config)
-        self.logits = result.logits
+        self.logits = result.logits.copy()  # the result is the caller's to change
         return result
 
     def snapshot(self) -> dict[str, float]:

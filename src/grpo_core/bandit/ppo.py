@@ -34,13 +34,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_core._kernels import power_of_two
 from grpo_core._validate import (
     boolean,
-    check_clipped_update,
     nonnegative,
     numpy_array,
-    overflow_checked,
     positive,
     positive_int,
     same_shape,
@@ -49,6 +46,7 @@ from grpo_core._validate import (
 from grpo_core.advantages import group_advantages
 from grpo_core.bandit.grpo import objective_gradient
 from grpo_core.bandit.trainer import BanditTrainer
+from grpo_core.config import ClippedUpdate
 
 
 def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
@@ -62,7 +60,7 @@ def kl_penalized_rewards(rewards, logp, ref_logp, beta: float) -> np.ndarray:
     logp, ref_logp = numpy_array(logp, "logp", ndim=(1,)), numpy_array(ref_logp, "ref_logp", ndim=(1,))
     same_shape(rewards=rewards, logp=logp, ref_logp=ref_logp)
     beta = nonnegative(beta, "beta")
-    return overflow_checked(lambda: rewards - beta * (logp - ref_logp), "rewards - beta * (logp - ref_logp)")
+    return rewards - beta * (logp - ref_logp)
 
 
 def fit_value(value: float, targets, lr: float, steps: int) -> float:
@@ -79,11 +77,9 @@ def fit_value(value: float, targets, lr: float, steps: int) -> float:
     if lr > 1:
         raise ValueError(f"lr must lie in (0, 1], got {lr}")
     steps = positive_int(steps, "steps")
-    unit = float(power_of_two(np.append(targets, value), None).item())  # exact rescaling: no overflow in V - R
-    value, targets = value / unit, targets / unit
     for _ in range(steps):
         value -= lr * np.mean(value - targets)
-    return float(value * unit)
+    return float(value)
 
 
 def ppo_advantages(rewards, value: float, normalize: bool = False, eps: float = 1e-8) -> np.ndarray:
@@ -95,32 +91,21 @@ def ppo_advantages(rewards, value: float, normalize: bool = False, eps: float = 
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
     value = scalar(value, "value")
     boolean(normalize, "normalize")
-    advantages = overflow_checked(lambda: rewards - value, "rewards - value")
+    advantages = rewards - value
     return group_advantages(advantages, eps=eps) if normalize else advantages
 
 
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(ClippedUpdate):
     """The knobs of a bandit PPO step.
 
-    ``batch_size`` rollouts per update, clip ``eps_low``/``eps_high`` (eq. 7),
-    ``beta`` of the KL-in-reward, policy ``lr`` and ``inner_epochs``, critic
-    ``value_lr``/``value_steps``/``value_init``, ``normalize_advantages`` and
-    its ``adv_eps``.
+    ``batch_size`` rollouts per update, the critic's ``value_lr``/``value_steps``/``value_init``,
+    ``normalize_advantages`` and its ``adv_eps``, and the knobs every clipped update shares
+    (:class:`~grpo_core.config.ClippedUpdate`; here β weighs the KL folded into the reward).
     """
 
     #: Rollouts per update (at least 2).
     batch_size: int = 8
-    #: ε of eq. (7) below 1.
-    eps_low: float = 0.2
-    #: ε of eq. (7) above 1 (``None`` for a symmetric clip).
-    eps_high: float | None = None
-    #: β of the KL penalty folded into the reward.
-    beta: float = 0.04
-    #: Step size of the policy's gradient-ascent steps.
-    lr: float = 1.0
-    #: Policy ascent steps per batch.
-    inner_epochs: int = 4
     #: The critic's step size, in (0, 1].
     value_lr: float = 0.1
     #: The critic's SGD steps per batch.
@@ -133,8 +118,8 @@ class PPOConfig:
     adv_eps: float = 1e-8
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         positive_int(self.batch_size, "batch_size", minimum=2)
-        check_clipped_update(self)
         if positive(self.value_lr, "value_lr") > 1:
             raise ValueError(f"value_lr must lie in (0, 1], got {self.value_lr}")
         positive_int(self.value_steps, "value_steps")

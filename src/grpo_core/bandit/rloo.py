@@ -22,12 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core import _kernels as K
-from grpo_core._validate import nonnegative, numpy_array, overflow_checked, positive, positive_int
+from grpo_core._validate import numpy_array, positive_int
 from grpo_core.advantages import rloo_advantages
 from grpo_core.bandit.env import check_actions, softmax
 from grpo_core.bandit.policy_gradient import reinforce_gradient
 from grpo_core.bandit.ppo import kl_penalized_rewards
 from grpo_core.bandit.trainer import BanditTrainer
+from grpo_core.config import PolicyUpdate
 
 
 def rloo_gradient(logits, actions, rewards) -> np.ndarray:
@@ -37,24 +38,20 @@ def rloo_gradient(logits, actions, rewards) -> np.ndarray:
     rewards = numpy_array(rewards, "rewards", ndim=(1,))
     if rewards.shape != actions.shape:
         raise ValueError(f"rewards must have one entry per action, got {rewards.shape} for {actions.shape}")
-    return overflow_checked(lambda: K.reinforce(probs, actions, rloo_advantages(rewards)), "rewards: sum of R_i - b_i")
+    return K.reinforce(probs, actions, rloo_advantages(rewards))
 
 
 @dataclass(frozen=True)
-class RLOOConfig:
-    """The knobs of a bandit RLOO step: ``group_size`` (the paper's k), ``lr``, ``beta`` (KL-in-reward)."""
+class RLOOConfig(PolicyUpdate):
+    """The knobs of a bandit RLOO step: ``group_size`` (the paper's k), and ``lr`` and ``beta`` (KL-in-reward) of
+    :class:`~grpo_core.config.PolicyUpdate`."""
 
     #: k, samples per prompt (at least 2).
     group_size: int = 8
-    #: Step size of the REINFORCE step.
-    lr: float = 1.0
-    #: β of the KL penalty folded into the reward.
-    beta: float = 0.04
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         positive_int(self.group_size, "group_size", minimum=2)
-        positive(self.lr, "lr")
-        nonnegative(self.beta, "beta")
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,12 @@ def run_seeds(make_trainer, steps: int, seeds) -> RunHistory:
     if not seeds:
         raise ValueError("seeds must list at least one seed")
     runs = [track(make_trainer(seed), steps) for seed in seeds]
+    kinds = {tuple(run.curves) for run in runs}
+    if len(kinds) > 1 or len({run.final_probs.shape for run in runs}) > 1:
+        raise ValueError(
+            "make_trainer must make one kind of trainer for every seed (the same curves, the same number of actions); "
+            f"the seeds' trainers record {sorted(kinds)}"
+        )
     return RunHistory(
         curves={key: np.stack([run.curves[key] for run in runs]) for key in runs[0].curves},
         final_probs=np.stack([run.final_probs for run in runs]),

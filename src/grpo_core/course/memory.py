@@ -36,7 +36,6 @@ this *understates* the wall-clock cost of sampling).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from grpo_core._validate import boolean, choice, positive, positive_int
@@ -47,6 +46,8 @@ FROZEN_BYTES_PER_PARAM = {"weights": 2}
 BYTES_PER_GB = 1e9
 FORWARD_FLOPS_PER_PARAM_TOKEN = 2
 TRAINING_FLOPS_PER_PARAM_TOKEN = 6
+#: The largest parameter or token count accepted (a quadrillion: totals stay far inside float64).
+MAX_PARAMS = 1e15
 
 
 @dataclass(frozen=True)
@@ -92,14 +93,12 @@ def memory_components(num_params: float, algorithm: str, *, reward_model: bool =
     optimizer state (12 B/param); a frozen one its weights (2 B/param). See the
     module docstring for the assumptions (no activations, no sharding).
     """
-    num_params = positive(num_params, "num_params")
+    num_params = positive(num_params, "num_params", limit=MAX_PARAMS)
     parts = [
         MemoryComponent(model, state, nbytes, num_params)
         for model, trained in models(algorithm, reward_model=reward_model).items()
         for state, nbytes in (TRAINED_BYTES_PER_PARAM if trained else FROZEN_BYTES_PER_PARAM).items()
     ]
-    if not math.isfinite(sum(part.bytes_per_param for part in parts) * num_params):
-        raise ValueError(f"num_params = {num_params:g} makes the total bytes exceed the float range")
     return parts
 
 
@@ -145,13 +144,11 @@ def flops_per_prompt(
     log-probabilities under :math:`\pi_{\theta_\mathrm{old}}` are assumed to come from the sampling pass
     (no extra forward). The dict holds only the stages the algorithm runs.
     """
-    num_params = positive(num_params, "num_params")
-    tokens = positive(tokens, "tokens")
+    num_params = positive(num_params, "num_params", limit=MAX_PARAMS)
+    tokens = positive(tokens, "tokens", limit=MAX_PARAMS)
     completions = positive_int(completions, "completions")
     epochs = positive_int(epochs, "epochs")
     held = models(algorithm, reward_model=reward_model)
-    if not math.isfinite(TRAINING_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions * epochs):
-        raise ValueError("num_params × tokens × completions × epochs: the FLOPs exceed the float range")
     forward = FORWARD_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions
     training = TRAINING_FLOPS_PER_PARAM_TOKEN * num_params * tokens * completions * epochs
     flops = {"generation": forward, "reference forward": forward}

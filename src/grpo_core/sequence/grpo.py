@@ -25,38 +25,31 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from grpo_core._validate import boolean, check_clipped_update, choice, nonnegative, positive_int, seed_value
+from grpo_core._validate import boolean, choice, nonnegative, positive_int, seed_value
 from grpo_core.advantages import SCALES, group_advantages, zero_std_fraction
+from grpo_core.config import ClippedUpdate
 from grpo_core.kl import kl_k3
 from grpo_core.sequence.policy import Completions, GRUPolicy
 from grpo_core.token_loss import LOSS_TYPES, grpo_token_loss
 
 
 @dataclass(frozen=True)
-class SequenceGRPOConfig:
+class SequenceGRPOConfig(ClippedUpdate):
     """The knobs of a run, named after their production counterparts.
 
     ``group_size`` (G, TRL's ``num_generations``), ``prompts_per_step``,
-    ``inner_epochs`` (TRL's ``num_iterations``), ``eps_low``/``eps_high`` (ε of
-    eq. 7; TRL's ``epsilon``/``epsilon_high``), ``beta`` (β of eq. 9),
     ``loss_type``, the advantage's ``adv_eps``/``adv_ddof``/``adv_scale``
-    (eq. 3: the chapter's 1e-8 and population std by default; TRL uses 1e-4,
-    ddof 1 and ``scale_rewards``), ``mask_truncated`` (TRL's
-    ``mask_truncated_completions``), Adam's ``lr``.
+    (eq. 3: the chapter's 1e-8 and population std by default), ``mask_truncated``
+    (TRL's ``mask_truncated_completions``), and the knobs every clipped update
+    shares (:class:`~grpo_core.config.ClippedUpdate`: ``eps_low``/``eps_high``,
+    TRL's ``epsilon``/``epsilon_high``; ``beta`` of eq. 9; ``inner_epochs``,
+    TRL's ``num_iterations``; ``lr``, here Adam's).
     """
 
     #: G, completions per prompt (TRL's ``num_generations``).
     group_size: int = 8
     #: Prompts per iteration.
     prompts_per_step: int = 16
-    #: Adam steps per batch (TRL's ``num_iterations``).
-    inner_epochs: int = 4
-    #: ε of eq. (7) below 1 (TRL's ``epsilon``).
-    eps_low: float = 0.2
-    #: ε of eq. (7) above 1 (TRL's ``epsilon_high``; ``None`` for a symmetric clip).
-    eps_high: float | None = None
-    #: β of eq. (9).
-    beta: float = 0.04
     #: How the token loss averages, one of ``grpo_core.token_loss.LOSS_TYPES``.
     loss_type: str = "grpo"
     #: ε of eq. (3).
@@ -71,9 +64,9 @@ class SequenceGRPOConfig:
     lr: float = 2e-3
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         positive_int(self.group_size, "group_size", minimum=2)
         positive_int(self.prompts_per_step, "prompts_per_step")
-        check_clipped_update(self)
         choice(self.loss_type, "loss_type", LOSS_TYPES)
         nonnegative(self.adv_eps, "adv_eps")
         positive_int(self.adv_ddof, "adv_ddof", minimum=0, maximum=1)

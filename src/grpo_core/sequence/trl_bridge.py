@@ -10,9 +10,8 @@ keep a copy of what one loss computation saw (:class:`StepRecord`);
 advantages, eqs. 6–9 for the loss, clip fractions and KL) and
 :func:`compare` lists each quantity next to TRL's value.
 
-Verified against trl 1.16.0 (``GRPOTrainer._generate_and_score_completions``
-and ``_compute_loss``), transformers 5.24.0, accelerate 1.15.0, datasets 5.2.0.
-Importing this module imports TRL: it is the "practice" tier
+The TRL release it was verified against, and the lines of TRL it mirrors, are
+on the book's "Production formulas" page. Importing this module imports TRL: it is the "practice" tier
 (``requirements-practice.txt``), used by ``notebooks/13-from-companion-to-trl``
 and ``tests/test_trl_bridge.py``.
 """
@@ -27,6 +26,7 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE
     os.environ[_variable] = "1"  # nothing is fetched from a hub, before any HF import reads them
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
@@ -35,6 +35,7 @@ from transformers.trainer_callback import ProgressCallback  # noqa: E402
 from transformers.utils.notebook import NotebookProgressCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
+from grpo_core._validate import positive_int, seed_value  # noqa: E402
 from grpo_core.advantages import group_advantages  # noqa: E402
 from grpo_core.sequence.task import EOS, DigitSumTask  # noqa: E402
 from grpo_core.token_loss import grpo_token_loss  # noqa: E402
@@ -43,7 +44,7 @@ TASK = DigitSumTask(min_target=2, max_target=9, max_digit=9, max_length=8)
 PAD_TOKEN, EOS_TOKEN, PROMPT_END = "<pad>", "<eos>", "="
 VOCAB = {EOS_TOKEN: EOS, **{str(d): d for d in range(1, 10)}, PROMPT_END: 10, PAD_TOKEN: 11}
 
-# TRL 1.16.0's advantage: the sample std (nanstd, Bessel's correction) plus 1e-4 (_generate_and_score_completions)
+# TRL's advantage: the sample std (nanstd, Bessel's correction) plus 1e-4 (the production page, "The group advantage")
 TRL_ADV_EPS, TRL_ADV_DDOF = 1e-4, 1
 # TRL computes in float32, grpo_core here in float64: agreement means |Δ| <= RTOL · max(|TRL's value|, FLOOR).
 # FLOOR: float32's error is relative to the terms summed, not to their sum. The "grpo" loss of an on-policy step is
@@ -61,7 +62,13 @@ def char_tokenizer() -> PreTrainedTokenizerFast:
 
 
 def tiny_llama(seed: int = 0, hidden_size: int = 32) -> LlamaForCausalLM:
-    """A 2-layer Llama from a config, random weights drawn from ``seed`` (no download)."""
+    """A 2-layer Llama from a config, random weights drawn from ``seed`` (no download).
+
+    ``hidden_size`` is a positive multiple of 8: 4 attention heads whose width is even (the rotary embedding's).
+    """
+    seed = seed_value(seed)
+    if positive_int(hidden_size, "hidden_size") % 8:
+        raise ValueError(f"hidden_size must be a multiple of 8 (4 heads of even width), got {hidden_size}")
     config = LlamaConfig(
         vocab_size=len(VOCAB),
         hidden_size=hidden_size,
@@ -83,16 +90,27 @@ def save_model_and_tokenizer(folder, seed: int = 0) -> str:
     r"""Save :func:`tiny_llama` and :func:`char_tokenizer` to ``folder``; TRL loads :math:`\pi_\theta` and
     :math:`\pi_\mathrm{ref}` from it."""
     folder = Path(folder)
-    tiny_llama(seed).save_pretrained(folder)
+    tiny_llama(seed_value(seed)).save_pretrained(folder)
     char_tokenizer().save_pretrained(folder)
     return str(folder)
 
 
 def digit_sum_dataset(num_prompts: int = 64, seed: int = 0) -> Dataset:
     """Prompts ``"q="`` ("digits that sum to q") with a ``target`` column, targets drawn from ``TASK``."""
-    generator = torch.Generator().manual_seed(seed)
+    num_prompts = positive_int(num_prompts, "num_prompts")
+    generator = torch.Generator().manual_seed(seed_value(seed))
     targets = TASK.sample_targets(num_prompts, generator).tolist()
     return Dataset.from_dict({"prompt": [f"{q}{PROMPT_END}" for q in targets], "target": targets})
+
+
+def _token_ids(completion_ids) -> list[int]:
+    """The completion's token ids as Python ints, each an id of ``VOCAB`` (a float such as 2.7 is refused, not
+    truncated)."""
+    if isinstance(completion_ids, (torch.Tensor, np.ndarray)):
+        completion_ids = completion_ids.tolist()
+    if not isinstance(completion_ids, (list, tuple)):
+        raise TypeError(f"completion_ids must be a sequence of token ids, got {type(completion_ids).__name__}")
+    return [positive_int(token, "completion_ids", minimum=0, maximum=len(VOCAB) - 1) for token in completion_ids]
 
 
 def shaped_reward(target: int, completion_ids) -> float:
@@ -104,7 +122,8 @@ def shaped_reward(target: int, completion_ids) -> float:
     the binary reward, so without the partial credit every group would have zero
     variance and the loss no signal (Property 4.1).
     """
-    tokens = [int(token) for token in completion_ids]
+    target = positive_int(target, "target")
+    tokens = _token_ids(completion_ids)
     body = tokens[: tokens.index(EOS)] if EOS in tokens else tokens
     digit_sum = sum(token for token in body if 1 <= token <= TASK.max_digit)
     return TASK.reward(target, tokens) + 0.5 / (1 + abs(target - digit_sum))
