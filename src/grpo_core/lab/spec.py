@@ -241,6 +241,7 @@ LEDGER = {
     "away": "no signal: the KL term overshot, π moved away from π_ref (KL {before:.3f} → {after:.3f})",
     "stays": "no signal: KL stays at {after:.3f}",
     "k3": "k3 weight π_ref/π = {weight:.1f} on {answer}",
+    "k3_huge": "k3 weight π_ref/π above 10^6 on {answer}",
     "run": "run {total} steps ({first} → {last}) · P({best}) {before:.3f} → {after:.3f} · KL {kl:.3f} · "
     "no-signal groups {silent}/{done}",
     "run_stopped": "run stopped after {done} of {total} steps ({first} → {last}) · P({best}) {before:.3f} → "
@@ -254,6 +255,13 @@ KL_STILL = 5e-4
 #: A k3 weight π_ref(a)/π(a) of a sampled answer at least this large is said, in the ledger and the banner:
 #: the KL term's pull on that answer grows without bound as π(a) → 0, and a step can overshoot π_ref.
 K3_WEIGHT_LARGE = 10.0
+#: From this k3 weight on, the lab says "above 10^6" instead of the number.
+K3_WEIGHT_SHOWN = 1e6
+
+
+def k3_phrase(weight: float) -> str:
+    """The ledger's phrase (a key of :data:`LEDGER`) for a large k3 weight."""
+    return "k3" if weight < K3_WEIGHT_SHOWN else "k3_huge"
 
 
 def kl_outcome(moved: bool, kl_before: float, kl_after: float) -> str:
@@ -316,6 +324,7 @@ def spec() -> dict:
         "ledger": LEDGER,
         "kl_still": KL_STILL,
         "k3_weight_large": K3_WEIGHT_LARGE,
+        "k3_weight_shown": K3_WEIGHT_SHOWN,
         "defaults": asdict(DEFAULTS),
         "names": list(ACTION_NAMES),
         "rewards": list(CHAPTER_REWARDS),

@@ -43,6 +43,7 @@ from grpo_core.lab.spec import (
     TOP_ACTION,
     WORDS,
     fixed,
+    k3_phrase,
     ledger_text,
     sharpen_minimum,
     sharpen_start,
@@ -330,7 +331,7 @@ class BanditLab:
         if group.outcome is not None:
             parts.append([group.outcome, {"before": group.kl_before, "after": result.kl}])
         if group.beta > 0 and group.k3[0] >= K3_WEIGHT_LARGE:
-            parts.append(["k3", {"weight": group.k3[0], "answer": self.names[group.k3[1]]}])
+            parts.append([k3_phrase(group.k3[0]), {"weight": group.k3[0], "answer": self.names[group.k3[1]]}])
         return parts
 
     def run_steps(self, steps: int | None = None) -> list[StepResult]:

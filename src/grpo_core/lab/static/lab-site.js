@@ -221,7 +221,7 @@
         ["step", { step: this.run.history.length, mean: result.rewardMean, std: result.rewardStd, clip: result.clipFraction, best: NAMES[this.best], before, after: result.probs[this.best], kl: result.kl }],
       ];
       if (group.outcome !== null) parts.push([group.outcome, { before: group.kl_before, after: result.kl }]);
-      if (group.beta > 0 && group.k3_weight >= SPEC.k3_weight_large) parts.push(["k3", { weight: group.k3_weight, answer: NAMES[group.k3_answer] }]);
+      if (group.beta > 0 && group.k3_weight >= SPEC.k3_weight_large) parts.push([group.k3_weight < SPEC.k3_weight_shown ? "k3" : "k3_huge", { weight: group.k3_weight, answer: NAMES[group.k3_answer] }]);
       this.log(...parts);
     }
 

@@ -179,10 +179,8 @@
     const group = state.group;
     if (!(beta > 0) || group.k3_weight < spec.k3_weight_large) return "";
     const name = escape(state.names[group.k3_answer]);
-    return (
-      ` The k3 weight π_ref/π of ${name} is ${fixed(group.k3_weight, 1)}: the KL term's pull on ${name} grows ` +
-      `without bound as π(${name}) → 0, and a step can overshoot π_ref.`
-    );
+    const weight = group.k3_weight < spec.k3_weight_shown ? `is ${fixed(group.k3_weight, 1)}` : "is above 10^6";
+    return ` The k3 weight π_ref/π of ${name} ${weight}, unbounded as π(${name}) → 0.`;
   }
 
   /** The banner: whether the group carries signal and, for one with none, what acts on π and, once a step used
