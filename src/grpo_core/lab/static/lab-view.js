@@ -401,16 +401,30 @@
     status.setAttribute("aria-atomic", "true");
     el.appendChild(status);
     el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
-    return (state) => {
-      // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
-      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and
-      // the key does not bubble to the document, where JupyterLab listens.
+    // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
+    // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and the
+    // key does not bubble to the document, where JupyterLab listens. The views may be drawn before the widget
+    // manager puts them in the lab (the book's snapshot is drawn once): the lab is looked for until it is there.
+    let waiting = false;
+    const attach = (frames = 600) => {
       const lab = el.closest(".grpo-lab");
-      if (lab && !lab.hasAttribute("data-lm-suppress-shortcuts")) {
-        lab.setAttribute("data-lm-suppress-shortcuts", "true");
-        lab.addEventListener("keydown", (event) => event.stopPropagation());
-        sayWhatSlidersShow(lab);
+      if (!lab) {
+        if (!waiting && frames) {
+          waiting = true;
+          root.requestAnimationFrame(() => {
+            waiting = false;
+            attach(frames - 1);
+          });
+        }
+        return;
       }
+      if (lab.hasAttribute("data-lm-suppress-shortcuts")) return;
+      lab.setAttribute("data-lm-suppress-shortcuts", "true");
+      lab.addEventListener("keydown", (event) => event.stopPropagation());
+      sayWhatSlidersShow(lab);
+    };
+    return (state) => {
+      attach();
       const [done, total] = state.progress;
       const text = summaryText(state, spec);
       if (!(total && done < total) && status.textContent !== text) status.textContent = text;
