@@ -411,7 +411,7 @@
       if (!lab) {
         if (!waiting && frames) {
           waiting = true;
-          root.requestAnimationFrame(() => {
+          requestAnimationFrame(() => {
             waiting = false;
             attach(frames - 1);
           });
