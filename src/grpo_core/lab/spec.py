@@ -150,7 +150,8 @@ CARDS = (
 )
 
 #: The lab's own colours, each a pair (light, dark), the dark one under the book's ``data-theme="dark"`` and
-#: JupyterLab's dark themes. ``static/lab-view.js`` writes them once per page as the CSS custom properties ``--grpo-<name>`` that
+#: JupyterLab's dark themes. ``static/lab-view.js`` writes them once per page as the CSS custom properties
+#: ``--grpo-<name>`` that
 #: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner); :meth:`BanditLab.plot
 #: <grpo_core.lab.BanditLab.plot>` draws with the light ones. Every other colour is the theme's (lab.css), "muted"
 #: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/test_lab.py).
