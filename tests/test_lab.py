@@ -26,6 +26,7 @@ from lab_parity import play
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.trainer import Diverged
 from grpo_core.lab import BanditLab
+from grpo_core.lab.spec import CARDS, fixed
 from grpo_core.lab.state import CURVE_POINTS, GroupView, Session, knob_values, lab_state, subsample
 
 REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
@@ -33,12 +34,14 @@ B, C = 1, 2
 
 
 def card(lab: BanditLab, key: str) -> str:
-    """A card as lab-view.js writes it: three decimals (two for the clip fraction), "—" for no value."""
+    """A card as lab-view.js writes it: by the lab's one rounding rule (``fixed``, the same in lab-view.js: every
+    exact tie is checked in tests/test_lab_words.py) with the card's decimals, "—" for no value."""
     state = lab.view.state
     if key == "step":
         return str(state["steps"])
+    digits = {css: digits for css, _, _, digits in CARDS}[key]
     value = state["stats"]["p_best" if key == "pB" else key]
-    return "—" if value is None else f"{value:.{2 if key == 'clip' else 3}f}"
+    return "—" if value is None else fixed(value, digits)
 
 
 def group(lab: BanditLab) -> dict | None:
@@ -211,8 +214,8 @@ def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
 
 
 def test_a_group_with_different_rewards_carries_signal():
-    assert not GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0])).zero_variance
-    assert GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2)).zero_variance
+    assert not GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0]), (1.0, 0)).zero_variance
+    assert GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2), (1.0, 1)).zero_variance
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -270,9 +273,9 @@ def test_sliders_configure_the_engine(lab):
     assert lab.sample().actions.size == 16
     assert lab.ledger[1:6] == [
         "set inner epochs = 8",
-        "set learning rate = 0.5",
-        "set β = 0.2",
-        "set ε = 0.1",
+        "set learning rate = 0.50",
+        "set β = 0.200",
+        "set ε = 0.10",
         "set G = 16",
     ]
 
@@ -359,7 +362,7 @@ def test_consecutive_moves_of_one_slider_make_one_ledger_entry(lab):
     lab.beta.value = 0.1
     lab.beta.value = 0.2
     lab.group_size.value = 3
-    assert lab.ledger[:3] == ["set G = 3", "set β = 0.2", "set G = 4"]
+    assert lab.ledger[:3] == ["set G = 3", "set β = 0.200", "set G = 4"]
     lab.sample()
     lab.group_size.value = 5
     assert lab.ledger[0] == "set G = 5" and lab.ledger[1].startswith("sample G=3")
@@ -577,3 +580,32 @@ def test_the_views_always_show_the_engine(actions):
             assert silent(lab) == (len(set(shown["actions"])) == 1)
         assert len(lab.ledger) <= 6
         assert lab.curves["p_best"][1][-1] == probs[B]
+
+
+def contrast(one: str, two: str) -> float:
+    """WCAG 2.1 contrast ratio of two #rrggbb colours."""
+
+    def luminance(color: str) -> float:
+        channels = [int(color[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+        linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(one), luminance(two)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_every_colour_of_the_palette_that_writes_text_passes_aa_in_both_schemes():
+    """The chart titles (V^π in blue), the best answer's name (green), the signs of Â (green, red, zero on their
+    chips) and the banner (warn-ink on warn-bg), light and dark, on the lab's backgrounds: white, the book's dark
+    #121212 and JupyterLab's dark #111111."""
+    from grpo_core.lab.spec import PALETTE, PANELS
+
+    backgrounds = (("#ffffff",), ("#121212", "#111111"))
+    title_colours = {colour for panel in PANELS for _, colour in panel["title"] if colour not in (None, "muted")}
+    assert title_colours == {"blue"}
+    for scheme in (0, 1):
+        for name in (*title_colours, "green", "red"):
+            for background in backgrounds[scheme]:
+                assert contrast(PALETTE[name][scheme], background) >= 4.5, (name, scheme, background)
+        for ink, paper in (("green", "pos-bg"), ("red", "neg-bg"), ("zero", "zero-bg"), ("warn-ink", "warn-bg")):
+            assert contrast(PALETTE[ink][scheme], PALETTE[paper][scheme]) >= 4.5, (ink, paper, scheme)

@@ -199,3 +199,81 @@ def test_screenshot_of_the_lab_in_dark_mode(tab, site, width):
     finally:
         tab.emulate_media(color_scheme="null")
         tab.set_viewport_size({"width": 1280, "height": 1000})
+
+
+def test_a_seed_the_reset_refuses_is_announced(tab, site):
+    """Reset with a seed out of range changes nothing but the ledger: the live summary says the refusal, with the
+    ledger's number, each time (a second refusal is a new entry, and said again)."""
+    open_lab(tab, site)
+    lab = tab.locator(LIVE)
+    tab.evaluate(WATCH)
+    lab.locator(".grpo-lab-seed input").fill("2**64")
+    lab.locator("button.grpo-lab-reset").click()
+    lab.locator("button.grpo-lab-reset").click()
+    spoken = tab.evaluate("() => window.spoken")
+    refusal = 'seed must be an integer from 0 to 18446744073709551615, got "2**64": nothing reset'
+    assert [region for region, _ in spoken] == [SUMMARY, SUMMARY], spoken
+    assert spoken[0][1].startswith("Ledger #2: " + refusal) and spoken[1][1].startswith("Ledger #3: " + refusal)
+    lab.locator("button.grpo-lab-sample").click()
+    assert "Ledger #" not in status_text(tab), "said once: the next click's summary is about that click"
+
+
+PANEL_TITLE_CONTRAST = """() => {
+  const rgb = (text) => text.match(/[\\d.]+/g).slice(0, 3).map(Number);
+  const luminance = (c) => {
+    const [r, g, b] = c.map((v) => v / 255).map((v) => (v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  return [...document.querySelectorAll('.grpo-lab .grpo-panel-title tspan')].map((span) => {
+    const panel = span.closest('svg').querySelector('.grpo-panel');
+    const [a, b] = [luminance(rgb(getComputedStyle(span).fill)), luminance(rgb(getComputedStyle(panel).fill))];
+    return [span.textContent, (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)];
+  });
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_coloured_chart_titles_pass_aa_in_either_scheme(tab, site, scheme):
+    """'group mean R' and 'V^π' on the reward chart, in the live lab and the snapshot: 4.5:1 on the chart (axe-core
+    does not measure the text of an SVG)."""
+    tab.emulate_media(color_scheme=scheme)
+    try:
+        open_lab(tab, site)
+        tab.wait_for_function("(scheme) => document.documentElement.dataset.theme === scheme", arg=scheme)
+        titles = tab.evaluate(PANEL_TITLE_CONTRAST)
+    finally:
+        tab.emulate_media(color_scheme="null")
+    assert sorted({text for text, _ in titles}) == ["V^π", "group mean R"] and len(titles) == 4, titles
+    assert [(text, round(ratio, 2)) for text, ratio in titles if ratio < 4.5] == []
+
+
+def test_the_snapshot_does_not_look_live_and_its_sliders_say_what_they_show(tab, site):
+    """On the site the stored lab has no kernel: its controls are grey, the pointer over them is not a hand, and a
+    label above them says it is a snapshot; each of its sliders tells a screen reader what its readout shows (the
+    learning rate 1.00, not 0.9999999999999999)."""
+    open_lab(tab, site)
+    snapshot = tab.locator(".grpo-lab.jupyter-widgets-disconnected")
+    snapshot.get_by_role("slider").first.wait_for()
+    look = snapshot.locator(".grpo-lab-controls").evaluate(
+        """(controls) => ({
+          filter: getComputedStyle(controls).filter,
+          label: getComputedStyle(controls, '::before').content,
+          cursors: [...new Set([...controls.querySelectorAll('button, input, [role=slider], select')]
+            .map((e) => getComputedStyle(e).cursor))],
+        })"""
+    )
+    assert look == {
+        "filter": "grayscale(1)",
+        "label": '"snapshot: run the notebook to play"',
+        "cursors": ["not-allowed"],
+    }
+    live = tab.locator(LIVE).locator(".grpo-lab-controls")
+    assert live.evaluate("(c) => getComputedStyle(c).filter") == "none", "the live lab keeps its colours"
+    said = snapshot.evaluate(
+        """(lab) => [...lab.querySelectorAll('.widget-slider')].map((slider) => [
+          slider.querySelector('[role=slider]').getAttribute('aria-valuetext'),
+          slider.querySelector('.widget-readout').textContent.trim(),
+        ])"""
+    )
+    assert len(said) >= 6 and all(valuetext == shown for valuetext, shown in said), said
+    assert ["1.00", "1.00"] in said, "the learning rate"

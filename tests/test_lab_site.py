@@ -262,17 +262,23 @@ def test_the_lab_page_fits_every_width(lab_tab, site):
 
 
 # The banner's HTML for the longest texts it can hold (no signal in a group of the largest G, with and without a KL
-# term; signal), drawn by a fresh mount of the page's view; then, in a views box of each width in turn, how much
+# term, sampled and after a step that overshot; signal; each with the longest k3 weight it writes), drawn by a fresh
+# mount of the page's view; then, in a views box of each width in turn, how much
 # taller than its slot's reserved height (min-height) the slot and its text are.
 BANNER_OVERFLOW = """([widths, largest]) => {
   const state = GRPOLab.labs[0].state(), table = state.rewards;
   const group = (actions) => ({ actions, rewards: actions.map((a) => table[a]), advantages: actions.map(() => 0),
     ratios: null, clipped: null, eps: null });
   const silent = group(Array(largest).fill(1)), mixed = group(Array.from({ length: largest }, (_, i) => i % 2));
+  const huge = { k3_weight: 999999.9, k3_answer: 1 }; // the longest k3 weight the lab writes out
+  const stepped = { ...silent, ...huge, ratios: silent.actions.map(() => 1), clipped: silent.actions.map(() => false),
+    eps: 0.2, beta: 0.995, kl_before: 1.386, outcome: "away" };
   const variants = [
-    { ...state, config: { ...state.config, beta: 0.995 }, group: silent },
+    { ...state, config: { ...state.config, beta: 0.995 }, group: { ...silent, ...huge } },
     { ...state, config: { ...state.config, beta: 0 }, group: silent },
-    { ...state, group: mixed, stats: { ...state.stats, std: 0.35 } },
+    { ...state, config: { ...state.config, beta: 0.995 }, group: stepped, stats: { ...state.stats, kl: 1.386 } },
+    { ...state, config: { ...state.config, beta: 0.995 }, group: { ...mixed, ...huge },
+      stats: { ...state.stats, std: 0.35 } },
   ];
   const lab = document.createElement('div'), views = document.createElement('div');
   const slot = document.createElement('div');

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -148,20 +149,43 @@ CARDS = (
     ("step", "steps", "steps", 0),
 )
 
-#: The learning-curve panels, each with a title (pieces of text, each with its colour or None; "best" is the best
-#: action's name), the curves drawn (key, colour, stroke width; the last one's latest value is printed) and the y
-#: range (two numbers, or "rewards" for the reward table's, "entropy" for 0 to log K, "kl" for 0 to a round number
-#: above the largest KL).
+#: The lab's own colours, each a pair (light, dark), the dark one under the book's ``data-theme="dark"`` and
+#: JupyterLab's dark themes. ``static/lab-view.js`` writes them once per page as the CSS custom properties
+#: ``--grpo-<name>`` that
+#: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner); :meth:`BanditLab.plot
+#: <grpo_core.lab.BanditLab.plot>` draws with the light ones. Every other colour is the theme's (lab.css), "muted"
+#: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/test_lab.py).
+PALETTE = {
+    "blue": ("#2f6db5", "#6ea8f0"),
+    "grey": ("#8c959f", "#8b949e"),
+    "green": ("#1a7f37", "#4ac26b"),
+    "red": ("#cf222e", "#ff7b72"),
+    "purple": ("#8250df", "#a371f7"),
+    "orange": ("#bc4c00", "#f0883e"),
+    "ref": ("#e6eaef", "#3d444d"),
+    "pos-bg": ("#dafbe1", "#0f3d1f"),
+    "neg-bg": ("#ffebe9", "#4c1518"),
+    "zero-bg": ("#eaeef2", "#30363d"),
+    "zero": ("#57606a", "#c9d1d9"),
+    "warn-bg": ("#fff8c5", "#3b2e00"),
+    "warn-border": ("#d4a72c", "#9a6700"),
+    "warn-ink": ("#3b2300", "#f8e3a1"),
+}
+
+#: The learning-curve panels, each with a title (pieces of text, each with its colour, a name of
+#: :data:`~grpo_core.lab.spec.PALETTE` or "muted", or None; "best" is the best action's name), the curves drawn (key,
+#: colour, stroke width; the last one's latest value is printed) and the y range (two numbers, or "rewards" for the
+#: reward table's, "entropy" for 0 to log K, "kl" for 0 to a round number above the largest KL).
 PANELS = (
     {
-        "title": [["reward: ", None], ["group mean R", "#656d76"], [" · ", None], ["V^π", "#2f6db5"]],
-        "series": [["mean_reward", "#9aa4af", 1.0], ["value", "#2f6db5", 1.8]],
+        "title": [["reward: ", None], ["group mean R", "muted"], [" · ", None], ["V^π", "blue"]],
+        "series": [["mean_reward", "grey", 1.0], ["value", "blue", 1.8]],
         "y": "rewards",
     },
-    {"title": [["P(best)", None]], "series": [["p_best", "#1a7f37", 1.8]], "y": [0, 1]},
-    {"title": [["KL(π‖π_ref)", None]], "series": [["kl", "#8250df", 1.8]], "y": "kl"},
-    {"title": [["entropy H(π) [nats]", None]], "series": [["entropy", "#bc4c00", 1.8]], "y": "entropy"},
-    {"title": [["clip fraction (of the group)", None]], "series": [["clip_fraction", "#cf222e", 1.4]], "y": [0, 1]},
+    {"title": [["P(best)", None]], "series": [["p_best", "green", 1.8]], "y": [0, 1]},
+    {"title": [["KL(π‖π_ref)", None]], "series": [["kl", "purple", 1.8]], "y": "kl"},
+    {"title": [["entropy H(π) [nats]", None]], "series": [["entropy", "orange", 1.8]], "y": "entropy"},
+    {"title": [["clip fraction (of the group)", None]], "series": [["clip_fraction", "red", 1.4]], "y": [0, 1]},
 )
 #: Every curve the panels draw, in order.
 CURVE_KEYS = tuple(series[0] for panel in PANELS for series in panel["series"])
@@ -197,6 +221,81 @@ def sharpen_minimum(answers: int) -> float:
     return math.ceil(100 / answers) / 100
 
 
+#: The ledger's phrases. An entry is a list of parts ``[key, values]`` (numbers travel as numbers), shown as the
+#: phrases of :data:`LEDGER` joined by " · ": ``{name}`` writes a value as it is (a string, an integer),
+#: ``{name:.3f}`` a number or a list of numbers (``[a b c]``) by :func:`fixed`, ``{name:.{digits}f}`` with the
+#: decimals ``digits`` of the values. ``static/lab-view.js`` writes them with its ``fixed`` and ``phrase``, Python
+#: with :func:`ledger_text`: the same rule, tested on every exact tie k/G.
+LEDGER = {
+    "start": "start · seed {seed} · π = π_ref = {probs:.3f}",
+    "reset": "reset · seed {seed} · π = π_ref = {probs:.3f}",
+    "refused": 'seed must be an integer from 0 to {maximum}, got "{text}": nothing reset',
+    "set": "set {knob} = {value:.{digits}f}",
+    "set_option": "set {knob} = {label}",
+    "sample": "sample G={G} · {drawn} · mean(R) {mean:.3f} · std(R) {std:.3f}",
+    "sample_silent": "sample G={G} · {drawn} · mean(R) {mean:.3f} · no signal (all rewards equal)",
+    "step": "step {step} · mean(R) {mean:.3f} std(R) {std:.3f} · clip {clip:.2f} · P({best}) {before:.3f} → "
+    "{after:.3f} · KL {kl:.3f}",
+    # what a step on a group with no signal did to π (KL_OUTCOMES), measured
+    "still": "no signal: π did not move",
+    "toward": "no signal: the KL term moved π back toward π_ref (KL {before:.3f} → {after:.3f})",
+    "away": "no signal: the KL term overshot, π moved away from π_ref (KL {before:.3f} → {after:.3f})",
+    "stays": "no signal: KL stays at {after:.3f}",
+    "k3": "k3 weight π_ref/π = {weight:.1f} on {answer}",
+    "k3_huge": "k3 weight π_ref/π above 10^6 on {answer}",
+    "run": "run {total} steps ({first} → {last}) · P({best}) {before:.3f} → {after:.3f} · KL {kl:.3f} · "
+    "no-signal groups {silent}/{done}",
+    "run_stopped": "run stopped after {done} of {total} steps ({first} → {last}) · P({best}) {before:.3f} → "
+    "{after:.3f} · KL {kl:.3f} · no-signal groups {silent}/{done}",
+    "sharpen": "sharpen π onto {answer}: π = {probs:.3f} · π_ref kept",
+    "diverged": "{message}",
+}
+
+#: A change of KL(π‖π_ref) smaller than this (what three decimals cannot show) is "KL stays".
+KL_STILL = 5e-4
+#: A k3 weight π_ref(a)/π(a) of a sampled answer at least this large is said, in the ledger and the banner:
+#: the KL term's pull on that answer grows without bound as π(a) → 0, and a step can overshoot π_ref.
+K3_WEIGHT_LARGE = 10.0
+#: From this k3 weight on, the lab says "above 10^6" instead of the number.
+K3_WEIGHT_SHOWN = 1e6
+
+
+def k3_phrase(weight: float) -> str:
+    """The ledger's phrase (a key of :data:`LEDGER`) for a large k3 weight."""
+    return "k3" if weight < K3_WEIGHT_SHOWN else "k3_huge"
+
+
+def kl_outcome(moved: bool, kl_before: float, kl_after: float) -> str:
+    """What a step on a group with no signal did (a key of :data:`LEDGER`): π did not move (``still``), or
+    KL(π‖π_ref) went down (``toward``), up (``away``) or changed by less than :data:`KL_STILL` (``stays``).
+    ``static/lab-view.js``'s ``klOutcome`` is the same rule."""
+    if not moved:
+        return "still"
+    if abs(kl_after - kl_before) < KL_STILL:
+        return "stays"
+    return "toward" if kl_after < kl_before else "away"
+
+
+def fixed(value: float, digits: int) -> str:
+    """The lab's one rounding rule for a number shown with ``digits`` decimals: the exact binary value rounded,
+    an exact tie (0.625 to two decimals) to even, as Python's format does; ``static/lab-view.js``'s ``fixed``."""
+    return format(value, f".{digits}f")
+
+
+class _Phrases(string.Formatter):
+    def format_field(self, value, format_spec):
+        if isinstance(value, list | tuple):
+            return "[" + " ".join(self.format_field(v, format_spec) for v in value) + "]"
+        if format_spec.endswith("f"):
+            return fixed(value, int(format_spec[1:-1]))
+        return str(value)
+
+
+def ledger_text(parts) -> str:
+    """A ledger entry (a list of ``[key, values]``) as the lab shows it."""
+    return " · ".join(_Phrases().format(LEDGER[key], **values) for key, values in parts)
+
+
 #: The numeric guards of the bandit's GRPO step that the page's engine applies as Python does, the bound
 #: ``LOG_RATIO_BOUND`` of the clipping module on every log-ratio, beyond which the surrogate and the k3 term
 #: contribute nothing and the ratio is capped.
@@ -213,6 +312,7 @@ def spec() -> dict:
         "words": WORDS,
         "cards": [list(card) for card in CARDS],
         "panels": list(PANELS),
+        "palette": PALETTE,
         "curve_keys": list(CURVE_KEYS),
         "policy_curves": list(POLICY_CURVES),
         "limits": {
@@ -222,6 +322,10 @@ def spec() -> dict:
             "sharpen_prob": {**LIMITS["sharpen_prob"], "minimum": sharpen_minimum(len(ACTION_NAMES))},
         },
         "guards": GUARDS,
+        "ledger": LEDGER,
+        "kl_still": KL_STILL,
+        "k3_weight_large": K3_WEIGHT_LARGE,
+        "k3_weight_shown": K3_WEIGHT_SHOWN,
         "defaults": asdict(DEFAULTS),
         "names": list(ACTION_NAMES),
         "rewards": list(CHAPTER_REWARDS),

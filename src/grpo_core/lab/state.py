@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
-from grpo_core.lab.spec import CURVE_KEYS, KNOBS
+from grpo_core.lab.spec import CURVE_KEYS, KNOBS, kl_outcome
 
 CURVE_POINTS = 300  # a longer curve crosses to the browser subsampled to this many points
 
@@ -56,13 +56,31 @@ class GroupView:
     actions: np.ndarray
     rewards: np.ndarray
     advantages: np.ndarray
+    k3: tuple[float, int]
     ratios: np.ndarray | None = None
     clipped: np.ndarray | None = None
     eps: float | None = None
+    beta: float | None = None
+    kl_before: float | None = None
+    outcome: str | None = None
 
     @classmethod
-    def of_step(cls, result: StepResult, eps: float) -> GroupView:
-        return cls(result.actions, result.rewards, result.advantages, result.ratios, result.clipped, eps)
+    def sampled(cls, run: BanditGRPO, actions: np.ndarray, rewards: np.ndarray) -> GroupView:
+        """A group just drawn from the run's π, its k3 weights at that π."""
+        k3 = k3_weight(run.ref_probs, run.probs, actions)
+        return cls(actions, rewards, run.config.advantages(rewards), k3)
+
+    @classmethod
+    def of_step(cls, result: StepResult, config: GRPOConfig, kl_before: float) -> GroupView:
+        """The group a step used, with what the step did: its ε and β, KL(π‖π_ref) before it and, for a group
+        with no signal, the measured outcome (:func:`grpo_core.lab.spec.kl_outcome`)."""
+        moved = not np.array_equal(result.probs, result.old_probs)
+        outcome = kl_outcome(moved, kl_before, result.kl) if result.zero_variance else None
+        k3 = k3_weight(result.ref_probs, result.old_probs, result.actions)
+        return cls(
+            result.actions, result.rewards, result.advantages, k3, result.ratios, result.clipped,
+            config.eps_low, config.beta, kl_before, outcome,
+        )  # fmt: skip
 
     @property
     def zero_variance(self) -> bool:
@@ -77,7 +95,20 @@ class GroupView:
             "ratios": self.ratios.tolist() if stepped else None,
             "clipped": self.clipped.tolist() if stepped else None,
             "eps": self.eps,
+            "beta": self.beta,
+            "kl_before": self.kl_before,
+            "outcome": self.outcome,
+            "k3_weight": self.k3[0],
+            "k3_answer": self.k3[1],
         }
+
+
+def k3_weight(ref_probs: np.ndarray, probs: np.ndarray, actions: np.ndarray) -> tuple[float, int]:
+    r"""The largest weight :math:`\rho = \pi_\mathrm{ref}(a_i)/\pi(a_i)` of the k3 gradient (eq. 8) over a group's
+    answers, and that answer: the KL term's pull on it, unbounded as :math:`\pi(a_i) \to 0`."""
+    weights = ref_probs[actions] / probs[actions]
+    i = int(np.argmax(weights))
+    return float(weights[i]), int(actions[i])
 
 
 def policy_point(run: BanditGRPO, best: int) -> dict[str, float]:
@@ -138,7 +169,7 @@ def lab_state(
             "steps": len(run.history),
         },
         "curves": {key: subsample(*curves[key]) for key in CURVE_KEYS},
-        "ledger": [list(entry) for entry in ledger],
+        "ledger": [[number, parts] for number, parts in ledger],
         "progress": list(progress),
         "session": session.entries,
     }

@@ -33,13 +33,18 @@ from grpo_core.lab.spec import (
     ACTIONS,
     CARDS,
     CURVE_KEYS,
+    K3_WEIGHT_LARGE,
     KNOB,
     KNOBS,
     LIMITS,
+    PALETTE,
     POLICY_CURVES,
     TITLE,
     TOP_ACTION,
     WORDS,
+    fixed,
+    k3_phrase,
+    ledger_text,
     sharpen_minimum,
     sharpen_start,
     spec,
@@ -49,13 +54,14 @@ from grpo_core.lab.state import GroupView, Session, lab_state, policy_point
 from grpo_core.lab.view import view_class
 
 ADVANTAGE_LABELS = {value: label for label, value in KNOB["advantage"].options}
-BLUE, GREY, GREEN = "#2f6db5", "#9aa4af", "#1a7f37"  # the colours of static/lab-view.js
+LIGHT = {name: light for name, (light, _) in PALETTE.items()}  # the lab's colours, as the views draw them
 SHARPEN = LIMITS["sharpen_prob"]
 
 
 def signed(value: float) -> str:
     """An advantage as the group table shows it: a sign and two decimals, 0.00 unsigned."""
-    return f"{value:+.2f}".replace("+0.00", "0.00").replace("-0.00", "0.00")
+    text = fixed(abs(value), 2)
+    return text if text == "0.00" else ("-" if value < 0 else "+") + text
 
 
 # ----------------------------------------------------------------------------- the lab
@@ -109,7 +115,7 @@ class BanditLab:
         self.names = tuple(string.ascii_uppercase[:num_actions])
         self.best = int(np.argmax(self.run.reward_table))
         self.frame_delay = nonnegative(frame_delay, "frame_delay")
-        self._ledger: deque[tuple[int, str]] = deque(maxlen=positive_int(ledger_length, "ledger_length"))
+        self._ledger: deque[tuple[int, list]] = deque(maxlen=positive_int(ledger_length, "ledger_length"))
         self._entries = 0
         self._last_knob: str | None = None
         self._group: GroupView | None = None
@@ -117,7 +123,7 @@ class BanditLab:
         self._session = Session(self.run.seed, self.run.config)
         self._build(widgets)
         self._clear_curves()
-        self._log(f"start · seed {self.run.seed} · π = π_ref = {self._probs_text(self.run.probs)}")
+        self._log(["start", {"seed": str(self.run.seed), "probs": self.run.probs.tolist()}])
         self._render()
 
     # -- construction ------------------------------------------------------
@@ -281,10 +287,12 @@ class BanditLab:
         r"""*Sample group*: draw G actions from π (eq. 1) and show :math:`R_i` and :math:`\hat A_i` (eq. 3)."""
         actions, rewards = self.run.sample()
         self._session.add("sample")
-        self._group = GroupView(actions, rewards, self.run.config.advantages(rewards))
-        signal = "no signal (all rewards equal)" if self._group.zero_variance else f"std(R) {rewards.std():.3f}"
-        drawn = self._actions_text(actions)
-        self._log(f"sample G={actions.size} · {drawn} · mean(R) {rewards.mean():.3f} · {signal}")
+        self._group = GroupView.sampled(self.run, actions, rewards)
+        values = {"G": actions.size, "drawn": self._actions_text(actions), "mean": float(rewards.mean())}
+        if self._group.zero_variance:
+            self._log(["sample_silent", values])
+        else:
+            self._log(["sample", {**values, "std": float(rewards.std())}])
         self._render()
         return self._group
 
@@ -294,16 +302,37 @@ class BanditLab:
         A step that raises :class:`~grpo_core.bandit.trainer.Diverged` leaves π as it was, puts the error's message
         in the ledger and returns None.
         """
-        before = self.run.probs[self.best]
+        before = float(self.run.probs[self.best])
         result = self._step()
         if result is not None:
-            self._log(
-                f"step {len(self.run.history)} · mean(R) {result.reward_mean:.3f} std(R) {result.reward_std:.3f}"
-                f" · clip {result.clip_fraction:.2f} · P({self.names[self.best]}) {before:.3f} → "
-                f"{result.probs[self.best]:.3f} · KL {result.kl:.3f}" + (" · no signal" if result.zero_variance else "")
-            )
+            self._log(*self._step_entry(result, before))
         self._render()
         return result
+
+    def _step_entry(self, result: StepResult, before: float) -> list:
+        """The ledger's parts for a step: its numbers; for a group with no signal, what the step did to π
+        (measured: :func:`grpo_core.lab.spec.kl_outcome`); a large k3 weight when β > 0."""
+        group = self._group
+        parts = [
+            [
+                "step",
+                {
+                    "step": len(self.run.history),
+                    "mean": result.reward_mean,
+                    "std": result.reward_std,
+                    "clip": result.clip_fraction,
+                    "best": self.names[self.best],
+                    "before": before,
+                    "after": float(result.probs[self.best]),
+                    "kl": result.kl,
+                },
+            ]
+        ]
+        if group.outcome is not None:
+            parts.append([group.outcome, {"before": group.kl_before, "after": result.kl}])
+        if group.beta > 0 and group.k3[0] >= K3_WEIGHT_LARGE:
+            parts.append([k3_phrase(group.k3[0]), {"weight": group.k3[0], "answer": self.names[group.k3[1]]}])
+        return parts
 
     def run_steps(self, steps: int | None = None) -> list[StepResult]:
         """*Run N steps*: each on a fresh group, the views and the progress bar redrawn after every step; a step
@@ -311,7 +340,7 @@ class BanditLab:
         if steps is not None:
             self.steps.value = positive_int(steps, "steps")
         total = self.steps.value
-        first, before = len(self.run.history), self.run.probs[self.best]
+        first, before = len(self.run.history), float(self.run.probs[self.best])
         self._progress = (0, total)
         self.buttons["run"].disabled = True
         results = []
@@ -328,11 +357,18 @@ class BanditLab:
         finally:
             self.buttons["run"].disabled = False
         done, silent = len(results), sum(result.zero_variance for result in results)
-        what = f"run {total} steps" if done == total else f"run stopped after {done} of {total} steps"
-        self._log(
-            f"{what} ({first} → {len(self.run.history)}) · P({self.names[self.best]}) {before:.3f} → "
-            f"{self.run.probs[self.best]:.3f} · KL {self._curves['kl'][1][-1]:.3f} · no-signal groups {silent}/{done}"
-        )
+        values = {
+            "total": total,
+            "done": done,
+            "first": first,
+            "last": len(self.run.history),
+            "best": self.names[self.best],
+            "before": before,
+            "after": float(self.run.probs[self.best]),
+            "kl": self._curves["kl"][1][-1],
+            "silent": silent,
+        }
+        self._log(["run" if done == total else "run_stopped", values])
         self._render()
         return results
 
@@ -344,14 +380,9 @@ class BanditLab:
         on the widgets (so their ranges apply).
         """
         if action is not None:
-            choices = dict(zip(self.names, range(len(self.names)), strict=True))
-            if choices.get(action, action) not in (TOP_ACTION, *choices.values()) or isinstance(action, bool):
-                raise ValueError(
-                    f"action must be one of {', '.join(self.names)}, an index or {TOP_ACTION}; got {action!r}"
-                )
-            self.sharpen_action.value = choices.get(action, action)
+            self.sharpen_action.value = self._sharpen_target(action)
         if prob is not None:
-            self.sharpen_prob.value = prob
+            self.sharpen_prob.value = self._sharpen_prob(prob)
         prob = round(self.sharpen_prob.value, 2)  # what the slider shows
         target = self.sharpen_action.value
         target = int(np.argmax(self.run.probs)) if target == TOP_ACTION else target
@@ -361,9 +392,30 @@ class BanditLab:
         self._session.add("set_policy", probs.tolist())
         self._group = None
         self._record_policy()
-        self._log(f"sharpen π onto {self.names[target]}: π = {self._probs_text(self.run.probs)} · π_ref kept")
+        self._log(["sharpen", {"answer": self.names[target], "probs": self.run.probs.tolist()}])
         self._render()
         return self.run.probs
+
+    def _sharpen_target(self, action) -> int:
+        """*Sharpen π*'s ``action`` as the dropdown's value: a name, an index or :data:`TOP_ACTION`."""
+        if isinstance(action, str):
+            if action not in self.names:
+                raise ValueError(f"action must be one of {', '.join(self.names)}, got {action!r}")
+            return self.names.index(action)
+        if isinstance(action, bool | np.bool_) or not isinstance(action, int | np.integer):
+            raise TypeError(f"action must be a name, an index or {TOP_ACTION}, got {type(action).__name__}")
+        if int(action) not in (TOP_ACTION, *range(len(self.names))):
+            raise ValueError(f"action must be an index from 0 to {len(self.names) - 1} or {TOP_ACTION}, got {action}")
+        return int(action)
+
+    def _sharpen_prob(self, prob) -> float:
+        """*Sharpen π*'s ``prob``: a number within the π(onto) slider's range (a NaN, a bool or a string refused)."""
+        if isinstance(prob, bool | np.bool_) or not isinstance(prob, int | float | np.integer | np.floating):
+            raise TypeError(f"prob must be a number, got {type(prob).__name__}")
+        low, high = self.sharpen_prob.min, self.sharpen_prob.max
+        if not low <= prob <= high:
+            raise ValueError(f"prob must lie in [{low}, {high}] (the π(onto) slider), got {prob}")
+        return float(prob)
 
     def reset(self, seed: int | None = None) -> None:
         r"""*Reset*: π back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi`, the RNG reseeded with the seed box
@@ -376,7 +428,7 @@ class BanditLab:
             self.seed.value = str(seed_value(seed))
         text = self.seed.value.strip()
         if not re.fullmatch("[0-9]+", text) or int(text) > int(LIMITS["max_seed"]):
-            self._log(f'seed must be an integer from 0 to {LIMITS["max_seed"]}, got "{text}": nothing reset')
+            self._log(["refused", {"maximum": LIMITS["max_seed"], "text": text}])
             self._render()
             return
         self.run.reset(int(text))
@@ -384,7 +436,7 @@ class BanditLab:
         self._group = None
         self._progress = (0, 0)
         self._clear_curves()
-        self._log(f"reset · seed {self.run.seed} · π = π_ref = {self._probs_text(self.run.probs)}")
+        self._log(["reset", {"seed": str(self.run.seed), "probs": self.run.probs.tolist()}])
         self._render()
 
     def _configure(self, name: str, value) -> None:
@@ -397,23 +449,25 @@ class BanditLab:
             self._session.add("drop")
             self._group = None
         elif name == "advantage" and self._group is not None and self._group.ratios is None:
-            self._group = GroupView(
-                self._group.actions, self._group.rewards, self.run.config.advantages(self._group.rewards)
-            )
-        shown = ADVANTAGE_LABELS[value] if name == "advantage" else value
-        self._log(f"set {KNOB[name].short} = {shown}", knob=name)
+            self._group = GroupView.sampled(self.run, self._group.actions, self._group.rewards)
+        knob = KNOB[name]
+        if knob.options is not None:
+            self._log(["set_option", {"knob": knob.short, "label": ADVANTAGE_LABELS[value]}], knob=name)
+        else:
+            self._log(["set", {"knob": knob.short, "value": value, "digits": knob.digits}], knob=name)
         self._render()
 
     def _step(self) -> StepResult | None:
+        kl_before = self._curves["kl"][1][-1]
         try:
             result = self.run.step()
         except Diverged as error:
             self._session.add("diverged", str(error))
             self._group = None
-            self._log(str(error))
+            self._log(["diverged", {"message": str(error)}])
             return None
         self._session.add("step", 1)
-        self._group = GroupView.of_step(result, self.run.config.eps_low)
+        self._group = GroupView.of_step(result, self.run.config, kl_before)
         step = len(self.run.history)
         for key, value in (("mean_reward", result.reward_mean), ("clip_fraction", result.clip_fraction)):
             self._curves[key][0].append(step)
@@ -447,22 +501,20 @@ class BanditLab:
     @property
     def ledger(self) -> list[str]:
         """The ledger's texts, most recent first."""
-        return [text for _, text in reversed(self._ledger)]
+        return [ledger_text(parts) for _, parts in reversed(self._ledger)]
 
-    def _log(self, text: str, knob: str | None = None) -> None:
-        """Add a ledger entry; a change of the ``knob`` changed just before replaces that entry (one per gesture)."""
+    def _log(self, *parts: list, knob: str | None = None) -> None:
+        """Add a ledger entry, its parts ``[key, values]`` (:data:`grpo_core.lab.spec.LEDGER`); a change of the
+        ``knob`` changed just before replaces that entry (one per gesture)."""
         if knob is not None and knob == self._last_knob and self._ledger:
-            self._ledger[-1] = (self._ledger[-1][0], text)
+            self._ledger[-1] = (self._ledger[-1][0], list(parts))
         else:
             self._entries += 1
-            self._ledger.append((self._entries, text))
+            self._ledger.append((self._entries, list(parts)))
         self._last_knob = knob
 
     def _actions_text(self, actions) -> str:
         return "".join(self.names[a] for a in actions)
-
-    def _probs_text(self, probs) -> str:
-        return "[" + " ".join(f"{p:.3f}" for p in probs) + "]"
 
     # -- the one place that draws --------------------------------------------
 
@@ -487,7 +539,7 @@ class BanditLab:
         """The cards' labels and texts, formatted as ``static/lab-view.js`` formats them (the steps card left out)."""
         stats = self.state()["stats"]
         return {
-            label.replace("best", self.names[self.best]): "—" if stats[key] is None else f"{stats[key]:.{digits}f}"
+            label.replace("best", self.names[self.best]): "—" if stats[key] is None else fixed(stats[key], digits)
             for _, key, label, digits in CARDS
             if key != "steps"
         }
@@ -500,10 +552,11 @@ class BanditLab:
         config = self.run.config
         stats = self._stat_texts()
         lines = [
-            f"step {len(self.run.history)} · G={config.group_size} ε={config.eps_low:.2f} β={config.beta:.3f} "
-            f"lr={config.lr:.2f} epochs={config.inner_epochs} advantage={ADVANTAGE_LABELS[config.advantage]}",
-            "π      " + "  ".join(f"{n} {p:.3f}" for n, p in zip(self.names, self.run.probs, strict=True)),
-            "π_ref  " + "  ".join(f"{n} {p:.3f}" for n, p in zip(self.names, self.run.ref_probs, strict=True)),
+            f"step {len(self.run.history)} · G={config.group_size} ε={fixed(config.eps_low, 2)} "
+            f"β={fixed(config.beta, 3)} lr={fixed(config.lr, 2)} epochs={config.inner_epochs} "
+            f"advantage={ADVANTAGE_LABELS[config.advantage]}",
+            "π      " + "  ".join(f"{n} {fixed(p, 3)}" for n, p in zip(self.names, self.run.probs, strict=True)),
+            "π_ref  " + "  ".join(f"{n} {fixed(p, 3)}" for n, p in zip(self.names, self.run.ref_probs, strict=True)),
         ]
         group = self._group
         if group is not None:
@@ -511,7 +564,7 @@ class BanditLab:
             lines.append("R      " + " ".join(f"{r:g}" for r in group.rewards))
             lines.append("Â      " + " ".join(signed(a) for a in group.advantages))
             if group.ratios is not None:
-                lines.append("ratio  " + " ".join(f"{r:.2f}" for r in group.ratios))
+                lines.append("ratio  " + " ".join(fixed(r, 2) for r in group.ratios))
         lines.append("  ".join(f"{label} {text}" for label, text in stats.items()))
         if group is not None and group.zero_variance:
             lines.append("⚠ no signal from this group: std(R) = 0, every Â = 0 (Property 4.1)")
@@ -528,20 +581,27 @@ class BanditLab:
             1, 3, figsize=(7.0, 3.0), width_ratios=(1, 1.3, 1.3), layout="constrained"
         )
         x = np.arange(len(self.names))
-        ax_pi.bar(x - 0.18, self.run.probs, 0.36, label=r"$\pi_\theta$", color=BLUE)
-        ax_pi.bar(x + 0.18, self.run.ref_probs, 0.36, label=r"$\pi_{\mathrm{ref}}$", color="#e6eaef", edgecolor=GREY)
+        ax_pi.bar(x - 0.18, self.run.probs, 0.36, label=r"$\pi_\theta$", color=LIGHT["blue"])
+        ax_pi.bar(
+            x + 0.18,
+            self.run.ref_probs,
+            0.36,
+            label=r"$\pi_{\mathrm{ref}}$",
+            color=LIGHT["ref"],
+            edgecolor=LIGHT["grey"],
+        )
         ax_pi.set_xticks(x, [f"{n}\n{r:g}" for n, r in zip(self.names, self.run.reward_table, strict=True)])
         ax_pi.set(ylim=(0, 1), ylabel="probability", title=f"policy after {len(self.run.history)} steps")
         ax_pi.legend(loc="upper right", fontsize=8)
-        ax_r.plot(*curves["mean_reward"], "o", ms=3, color=GREY, label="group mean R (raw)")
-        ax_r.plot(*curves["value"], color=BLUE, label=r"$V^\pi = \sum_a \pi(a)\,r(a)$")
+        ax_r.plot(*curves["mean_reward"], "o", ms=3, color=LIGHT["grey"], label="group mean R (raw)")
+        ax_r.plot(*curves["value"], color=LIGHT["blue"], label=r"$V^\pi = \sum_a \pi(a)\,r(a)$")
         ax_r.set(xlabel="GRPO step", ylabel="reward", title="reward", ylim=(0, 1))
         ax_r.legend(loc="lower right")
-        ax_p.plot(*curves["p_best"], color=GREEN, label=f"P({self.names[self.best]})")
-        ax_p.plot(*curves["kl"], color="#8250df", label=r"KL($\pi\,\|\,\pi_{\mathrm{ref}}$) [nats]")
-        ax_p.plot(*curves["entropy"], color="#bc4c00", label=r"$H(\pi)$ [nats]")
+        ax_p.plot(*curves["p_best"], color=LIGHT["green"], label=f"P({self.names[self.best]})")
+        ax_p.plot(*curves["kl"], color=LIGHT["purple"], label=r"KL($\pi\,\|\,\pi_{\mathrm{ref}}$) [nats]")
+        ax_p.plot(*curves["entropy"], color=LIGHT["orange"], label=r"$H(\pi)$ [nats]")
         ax_p.set(xlabel="GRPO step", title="policy statistics")
-        ax_p.axhline(np.log(len(self.names)), color=GREY, lw=0.8, ls="--")
+        ax_p.axhline(np.log(len(self.names)), color=LIGHT["grey"], lw=0.8, ls="--")
         ax_p.legend(loc="center left", fontsize=8)
         return fig
 

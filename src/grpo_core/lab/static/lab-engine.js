@@ -273,6 +273,7 @@
     const probs = logProbs.map(Math.exp);
     const refProbs = refLogProbs.map(Math.exp);
     return {
+      oldProbs: oldLogProbs.map(Math.exp),
       actions,
       rewards,
       advantages: adv,

@@ -27,29 +27,28 @@
   const ENGINE =
     "JavaScript engine: grpo_core's bandit step and NumPy's default_rng, ported, running in this page";
 
-  /** Python's f"{x:.{digits}f}": like toFixed, but an exact tie rounds to even, as Python does. */
-  function pyFixed(x, digits) {
-    const away = x.toFixed(digits);
-    const exact = x.toFixed(digits + 20);
-    const cut = exact.indexOf(".") + digits + 1;
-    if (exact.slice(cut) !== "5" + "0".repeat(19)) return away;
-    const toward = exact.slice(0, cut).replace(/\.$/, "");
-    return Number(toward.slice(-1)) % 2 === 0 ? toward : away;
-  }
-  const f3 = (x) => pyFixed(x, 3);
-  const probsText = (p) => "[" + p.map(f3).join(" ") + "]";
+  const VIEW = root.GRPOLab.view; // the one formatter (fixed) and the rule of what a step did (klOutcome)
   const argmax = (xs) => xs.reduce((best, x, k) => (x > xs[best] ? k : best), 0);
 
   /** The value a knob's control shows (grpo_core.lab.spec.Knob.value): a slider's rounded to its decimals. */
   function knobValue(knob, raw) {
     if (knob.options) return raw;
-    return knob.integer ? Math.round(Number(raw)) : Number(Number(raw).toFixed(knob.digits));
+    return knob.integer ? Math.round(Number(raw)) : Number(VIEW.fixed(Number(raw), knob.digits));
+  }
+
+  /** The largest k3 weight π_ref(a)/π(a) over a group's answers and that answer (grpo_core.lab.state.k3_weight). */
+  function k3(refProbs, probs, actions) {
+    let best = 0;
+    actions.forEach((a, i) => {
+      if (refProbs[a] / probs[a] > refProbs[actions[best]] / probs[actions[best]]) best = i;
+    });
+    return [refProbs[actions[best]] / probs[actions[best]], actions[best]];
   }
 
   /** A slider's readout: the value it shows, beside it and, for a screen reader, as the slider's own value text
    * (the readout is hidden from assistive technology: an <output> is a live region, which would say it again). */
   function readout(slider, output, digits) {
-    const shown = Number(slider.value).toFixed(digits);
+    const shown = VIEW.fixed(Number(slider.value), digits);
     output.textContent = shown;
     slider.setAttribute("aria-valuetext", shown);
   }
@@ -70,7 +69,7 @@
       this.running = null;
       this.build(container);
       this.clearCurves();
-      this.log(`start · seed ${this.run.seed} · π = π_ref = ${probsText(this.run.probs)}`);
+      this.log(["start", { seed: String(this.run.seed), probs: this.run.probs }]);
       this.render();
     }
 
@@ -199,27 +198,36 @@
       const { actions, rewards } = this.run.sample();
       this.record("sample");
       const c = this.run.config;
-      this.group = { actions, rewards, advantages: this.E.advantages(rewards, c.advantage, c.adv_eps), ratios: null, clipped: null, eps: null };
-      const silent = Math.max(...rewards) === Math.min(...rewards);
-      const signal = silent ? "no signal (all rewards equal)" : `std(R) ${f3(this.E.npStd(rewards))}`;
-      const mean = f3(this.E.npMean(rewards));
-      this.log(`sample G=${actions.length} · ${actions.map((a) => NAMES[a]).join("")} · mean(R) ${mean} · ${signal}`);
+      this.group = this.sampledGroup(actions, rewards);
+      const values = { G: actions.length, drawn: actions.map((a) => NAMES[a]).join(""), mean: this.E.npMean(rewards) };
+      if (Math.max(...rewards) === Math.min(...rewards)) this.log(["sample_silent", values]);
+      else this.log(["sample", { ...values, std: this.E.npStd(rewards) }]);
+    }
+
+    /** A group just drawn from π (grpo_core.lab.state.GroupView.sampled), its k3 weights at that π. */
+    sampledGroup(actions, rewards) {
+      const c = this.run.config;
+      const [k3Weight, k3Answer] = k3(this.run.refProbs, this.run.probs, actions);
+      const advantages = this.E.advantages(rewards, c.advantage, c.adv_eps);
+      return { actions, rewards, advantages, ratios: null, clipped: null, eps: null, beta: null, kl_before: null, outcome: null, k3_weight: k3Weight, k3_answer: k3Answer };
     }
 
     step() {
       const before = this.run.probs[this.best];
       const result = this.doStep();
       if (result === null) return;
-      this.log(
-        `step ${this.run.history.length} · mean(R) ${f3(result.rewardMean)} std(R) ${f3(result.rewardStd)}` +
-          ` · clip ${pyFixed(result.clipFraction, 2)} · P(${NAMES[this.best]}) ${f3(before)} → ` +
-          `${f3(result.probs[this.best])} · KL ${f3(result.kl)}` +
-          (result.zeroVariance ? " · no signal" : ""),
-      );
+      const group = this.group;
+      const parts = [
+        ["step", { step: this.run.history.length, mean: result.rewardMean, std: result.rewardStd, clip: result.clipFraction, best: NAMES[this.best], before, after: result.probs[this.best], kl: result.kl }],
+      ];
+      if (group.outcome !== null) parts.push([group.outcome, { before: group.kl_before, after: result.kl }]);
+      if (group.beta > 0 && group.k3_weight >= SPEC.k3_weight_large) parts.push([group.k3_weight < SPEC.k3_weight_shown ? "k3" : "k3_huge", { weight: group.k3_weight, answer: NAMES[group.k3_answer] }]);
+      this.log(...parts);
     }
 
     /** A step of the run; a step that diverges is logged and recorded, and gives null. */
     doStep() {
+      const klBefore = this.curves.kl[1][this.curves.kl[1].length - 1];
       let result;
       try {
         result = this.run.step();
@@ -227,17 +235,25 @@
         if (!(error instanceof this.E.Diverged)) throw error;
         this.record("diverged", error.message);
         this.group = null;
-        this.log(error.message);
+        this.log(["diverged", { message: error.message }]);
         return null;
       }
       this.record("step", 1);
+      const c = this.run.config;
+      const moved = result.probs.some((p, k) => p !== result.oldProbs[k]);
+      const [k3Weight, k3Answer] = k3(result.refProbs, result.oldProbs, result.actions);
       this.group = {
         actions: result.actions,
         rewards: result.rewards,
         advantages: result.advantages,
         ratios: result.ratios,
         clipped: result.clipped,
-        eps: this.run.config.eps_low,
+        eps: c.eps_low,
+        beta: c.beta,
+        kl_before: klBefore,
+        outcome: result.zeroVariance ? VIEW.klOutcome(moved, klBefore, result.kl, SPEC.kl_still) : null,
+        k3_weight: k3Weight,
+        k3_answer: k3Answer,
       };
       const step = this.run.history.length;
       for (const [key, value] of [["mean_reward", result.rewardMean], ["clip_fraction", result.clipFraction]]) {
@@ -285,12 +301,9 @@
       this.running = null;
       root.cancelAnimationFrame(run.frame);
       this.buttons.run.textContent = RUN_LABEL;
-      const what = stopped ? `run stopped after ${run.done} of ${run.total} steps` : `run ${run.total} steps`;
-      this.log(
-        `${what} (${run.first} → ${this.run.history.length}) · P(${NAMES[this.best]}) ${f3(run.before)} → ` +
-          `${f3(this.run.probs[this.best])} · KL ${f3(this.curves.kl[1][this.curves.kl[1].length - 1])} · ` +
-          `no-signal groups ${run.silent}/${run.done}`,
-      );
+      const kl = this.curves.kl[1][this.curves.kl[1].length - 1];
+      const values = { total: run.total, done: run.done, first: run.first, last: this.run.history.length, best: NAMES[this.best], before: run.before, after: this.run.probs[this.best], kl, silent: run.silent };
+      this.log([stopped ? "run_stopped" : "run", values]);
     }
 
     /** Cancel a run in progress (any other control does). */
@@ -307,7 +320,7 @@
       this.record("set_policy", probs);
       this.group = null;
       this.recordPolicy();
-      this.log(`sharpen π onto ${NAMES[target]}: π = ${probsText(this.run.probs)} · π_ref kept`);
+      this.log(["sharpen", { answer: NAMES[target], probs: this.run.probs }]);
     }
 
     reset() {
@@ -316,7 +329,7 @@
       try {
         seed = this.E.seedValue(text);
       } catch (error) {
-        this.log(`seed must be an integer from 0 to ${LIMITS.max_seed}, got "${text}": nothing reset`);
+        this.log(["refused", { maximum: LIMITS.max_seed, text }]);
         return;
       }
       this.run.reset(seed);
@@ -324,7 +337,7 @@
       this.group = null;
       this.progress = [0, 0];
       this.clearCurves();
-      this.log(`reset · seed ${this.run.seed} · π = π_ref = ${probsText(this.run.probs)}`);
+      this.log(["reset", { seed: String(this.run.seed), probs: this.run.probs }]);
     }
 
     configure(name, value) {
@@ -338,15 +351,13 @@
         this.record("drop");
         this.group = null;
       } else if (name === "advantage" && this.group !== null && this.group.ratios === null) {
-        this.group = { ...this.group, advantages: this.E.advantages(this.group.rewards, c.advantage, c.adv_eps) };
+        this.group = this.sampledGroup(this.group.actions, this.group.rewards);
       }
       const knob = KNOB[name];
-      const shown = knob.options
-        ? knob.options.find(([, v]) => v === value)[0]
-        : knob.integer
-          ? String(value)
-          : Number.isInteger(value) ? value.toFixed(1) : String(value); // Python's str of a float
-      this.log(`set ${knob.short} = ${shown}`, name);
+      const entry = knob.options
+        ? ["set_option", { knob: knob.short, label: knob.options.find(([, v]) => v === value)[0] }]
+        : ["set", { knob: knob.short, value, digits: knob.digits }];
+      this.logKnob(name, entry);
       this.render();
     }
 
@@ -372,13 +383,18 @@
       }
     }
 
+    /** A ledger entry, its parts [key, values] (grpo_core.lab.spec.LEDGER). */
+    log(...parts) {
+      this.logKnob(null, ...parts);
+    }
+
     /** A ledger entry; a change of the knob changed just before replaces that entry (one per gesture). */
-    log(text, knob = null) {
+    logKnob(knob, ...parts) {
       if (knob !== null && knob === this.lastKnob && this.ledger.length) {
-        this.ledger[this.ledger.length - 1] = [this.ledger[this.ledger.length - 1][0], text];
+        this.ledger[this.ledger.length - 1] = [this.ledger[this.ledger.length - 1][0], parts];
       } else {
         this.entries += 1;
-        this.ledger.push([this.entries, text]);
+        this.ledger.push([this.entries, parts]);
         if (this.ledger.length > LIMITS.ledger_length) this.ledger.shift();
       }
       this.lastKnob = knob;

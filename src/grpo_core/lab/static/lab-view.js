@@ -27,22 +27,64 @@
   "use strict";
 
   const CURVE_POINTS = 300;
-  // CSS variables of lab.css, which gives each a light and a dark value (the book's and JupyterLab's themes)
-  const COLORS = {
-    blue: "var(--grpo-blue)",
-    grey: "var(--grpo-grey)",
-    green: "var(--grpo-green)",
-    muted: "var(--grpo-muted)",
-    ref: "var(--grpo-ref)",
-  };
+  // the lab's own colours (grpo_core.lab.spec.PALETTE, written as CSS variables by palette()) and the theme's muted
+  const COLORS = new Proxy({}, { get: (_, name) => `var(--grpo-${name})` });
+
+  /** The palette of the spec as CSS custom properties, light and, under the book's and JupyterLab's dark themes,
+   * dark: one stylesheet per page (lab.css and the views read the variables). */
+  function palette(spec) {
+    if (document.getElementById("grpo-lab-palette")) return;
+    const block = (selector, k) =>
+      `${selector} {${Object.entries(spec.palette).map(([name, pair]) => ` --grpo-${name}: ${pair[k]};`).join("")} }`;
+    const style = document.createElement("style");
+    style.id = "grpo-lab-palette";
+    style.textContent = [
+      block(".grpo-lab", 0),
+      block('html[data-theme="dark"] .grpo-lab, body[data-jp-theme-light="false"] .grpo-lab', 1),
+    ].join("\n");
+    document.head.append(style);
+  }
 
   const escape = (text) =>
     String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-  const fmt = (value, digits = 3) => (value === null || value === undefined ? "—" : Number(value).toFixed(digits));
+  /** The lab's one rounding rule (grpo_core.lab.spec.fixed, Python's format): the exact binary value of x with
+   * `digits` decimals, an exact tie (0.625 to two decimals) to even. toFixed alone takes a tie away from zero;
+   * toFixed(100) is the exact decimal expansion of any double the lab shows, so a tie is seen exactly. */
+  function fixed(x, digits) {
+    const away = x.toFixed(digits);
+    const exact = Math.abs(x).toFixed(100);
+    const cut = exact.indexOf(".") + digits + 1;
+    if (!/^50*$/.test(exact.slice(cut))) return away;
+    const toward = exact.slice(0, cut).replace(/\.$/, "");
+    if (Number(toward[toward.length - 1]) % 2 !== 0) return away;
+    return (x < 0 ? "-" : "") + toward;
+  }
+  const fmt = (value, digits = 3) => (value === null || value === undefined ? "—" : fixed(Number(value), digits));
   const signed = (value) => {
-    const text = (value >= 0 ? "+" : "") + value.toFixed(2);
-    return text === "+0.00" || text === "-0.00" ? "0.00" : text;
+    const text = fixed(Math.abs(value), 2);
+    return text === "0.00" ? text : (value < 0 ? "-" : "+") + text;
   };
+
+  /** One phrase of the ledger (grpo_core.lab.spec.LEDGER) with its values: {name} as it is, {name:.3f} a number or
+   * a list of numbers ("[a b c]") by fixed, {name:.{digits}f} with the decimals `digits` of the values. */
+  function phrase(template, values) {
+    const field = (value, spec) => {
+      if (Array.isArray(value)) return "[" + value.map((v) => field(v, spec)).join(" ") + "]";
+      return spec ? fixed(value, Number(spec.slice(1, -1))) : String(value);
+    };
+    return template.replace(/\{(\w+)(?::((?:[^{}]|\{\w+\})*))?\}/g, (_, name, spec) =>
+      field(values[name], spec && spec.replace(/\{(\w+)\}/g, (__, key) => values[key])),
+    );
+  }
+  /** A ledger entry, its parts [key, values], as the lab shows it (grpo_core.lab.spec.ledger_text). */
+  const ledgerText = (templates, parts) => parts.map(([key, values]) => phrase(templates[key], values)).join(" · ");
+
+  /** What a step on a group with no signal did to π (grpo_core.lab.spec.kl_outcome, the same rule). */
+  function klOutcome(moved, klBefore, klAfter, still) {
+    if (!moved) return "still";
+    if (Math.abs(klAfter - klBefore) < still) return "stays";
+    return klAfter < klBefore ? "toward" : "away";
+  }
   const g = (value) => String(Number(value)); // Python's :g for the rewards of the table
   const tone = (a) => (a > 0 ? "grpo-pos" : a < 0 ? "grpo-neg" : "grpo-zero");
   // the title of one of the views: a heading below the lab's own (WCAG 1.3.1)
@@ -69,7 +111,7 @@
     for (const tick of [0, 0.5, 1]) {
       parts.push(
         `<line x1="${left}" x2="${width - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}" class="grpo-grid"/>`,
-        `<text x="${left - 5}" y="${(y(tick) + 3).toFixed(1)}" text-anchor="end" class="grpo-small">${tick.toFixed(1)}</text>`,
+        `<text x="${left - 5}" y="${(y(tick) + 3).toFixed(1)}" text-anchor="end" class="grpo-small">${fixed(tick, 1)}</text>`,
       );
     }
     state.names.forEach((name, k) => {
@@ -78,7 +120,7 @@
       parts.push(
         `<rect class="grpo-bar" x="${(cx - 17).toFixed(1)}" y="${y(p).toFixed(1)}" width="22" height="${(plotH * p).toFixed(1)}" fill="${COLORS.blue}" rx="2"/>`,
         `<rect x="${(cx + 7).toFixed(1)}" y="${y(q).toFixed(1)}" width="11" height="${(plotH * q).toFixed(1)}" fill="${COLORS.ref}" stroke="${COLORS.grey}" rx="1"/>`,
-        `<text x="${(cx - 6).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" class="grpo-value">${p.toFixed(2)}</text>`,
+        `<text x="${(cx - 6).toFixed(1)}" y="${(y(p) - 4).toFixed(1)}" text-anchor="middle" class="grpo-value">${fixed(p, 2)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 16}" text-anchor="middle" class="grpo-action${k === state.best ? " grpo-best" : ""}">${escape(name)}</text>`,
         `<text x="${cx.toFixed(1)}" y="${top + plotH + 31}" text-anchor="middle" class="grpo-small">r = ${g(state.rewards[k])}</text>`,
       );
@@ -114,7 +156,7 @@
         const adv = group.advantages[i];
         let ratio = "—", clip = "—";
         if (stepped) {
-          ratio = group.ratios[i].toFixed(2);
+          ratio = fixed(group.ratios[i], 2);
           clip = group.clipped[i] ? (adv > 0 ? "yes: r &gt; 1+ε" : "yes: r &lt; 1−ε") : "no";
         }
         rows.push(
@@ -127,29 +169,50 @@
     return (
       `${viewTitle(title)}<div class="grpo-chips">${chips}</div>` +
       '<table class="grpo-table"><thead><tr><th>o</th><th>n</th><th>R</th><th>Â</th>' +
-      `<th>r = π/π<sub>old</sub></th><th>clipped (ε = ${eps.toFixed(2)})</th></tr></thead>` +
+      `<th>r = π/π<sub>old</sub></th><th>clipped (ε = ${fixed(eps, 2)})</th></tr></thead>` +
       `<tbody>${rows.join("")}</tbody></table>`
     );
   }
 
-  function warningHtml(state) {
+  /** The banner's sentence on a large k3 weight π_ref/π of the group (β > 0, grpo_core.lab.spec.K3_WEIGHT_LARGE). */
+  function k3Words(state, spec, beta) {
+    const group = state.group;
+    if (!(beta > 0) || group.k3_weight < spec.k3_weight_large) return "";
+    const name = escape(state.names[group.k3_answer]);
+    const weight = group.k3_weight < spec.k3_weight_shown ? `is ${fixed(group.k3_weight, 1)}` : "is above 10^6";
+    return ` The k3 weight π_ref/π of ${name} ${weight}, unbounded as π(${name}) → 0.`;
+  }
+
+  /** The banner: whether the group carries signal and, for one with none, what acts on π and, once a step used
+   * it, what that step did, measured (group.outcome, grpo_core.lab.spec.kl_outcome). */
+  function warningHtml(state, spec) {
     const group = state.group;
     // The signal line is a <p>, the warning a <div>: a redraw replaces one by the other whole. Patched into each
     // other, the Â<sub>i</sub> both contain moved to its new place, a layout shift on each change in JupyterLab.
     if (group === null) return '<p class="grpo-signal">No group on screen.</p>';
+    const stepped = group.ratios !== null;
+    const beta = stepped ? group.beta : state.config.beta;
+    const k3 = k3Words(state, spec, beta);
     const rewards = group.rewards;
     if (Math.max(...rewards) !== Math.min(...rewards)) {
-      return `<p class="grpo-signal">This group carries signal: std(R) = ${fmt(state.stats.std)}, so Â<sub>i</sub> ≠ 0 (eq. 3).</p>`;
+      return `<p class="grpo-signal">This group carries signal: std(R) = ${fmt(state.stats.std)}, so the Â<sub>i</sub> are not all 0 (eq. 3).${k3}</p>`;
     }
-    const beta = state.config.beta;
-    const consequence =
-      beta > 0
-        ? `only the KL term (β = ${beta.toFixed(3)}) moves π, back toward π_ref.`
-        : "with β = 0 a GRPO step leaves π exactly where it is.";
+    const only = `only the KL term (β = ${fixed(beta, 3)})`;
+    const [before, after] = [fmt(group.kl_before), fmt(state.stats.kl)];
+    const consequence = !stepped
+      ? beta > 0
+        ? `${only} will act on π.`
+        : "with β = 0 nothing acts on π: a GRPO step on it leaves π where it is."
+      : {
+          still: beta > 0 ? `${only} acted, and π did not move.` : "with β = 0 nothing acted on π: it did not move.",
+          toward: `${only} moved π, back toward π_ref: KL(π‖π_ref) ${before} → ${after}.`,
+          away: `${only} moved π, and it overshot: KL(π‖π_ref) ${before} → ${after}, away from π_ref.`,
+          stays: `${only} moved π, and KL(π‖π_ref) stays at ${after}.`,
+        }[group.outcome];
     return (
       '<div class="grpo-warning"><b>⚠ No signal from this group.</b> ' +
       `All G = ${rewards.length} rewards equal ${g(rewards[0])}, so std(R) = 0 and every Â<sub>i</sub> = 0 ` +
-      `(Property 4.1): the clipped surrogate has zero gradient; ${consequence}</div>`
+      `(Property 4.1): the clipped surrogate has zero gradient; ${consequence}${k3}</div>`
     );
   }
 
@@ -182,7 +245,7 @@
       const heading = title
         .map(([text, color]) => {
           const words = escape(text.replace("best", bestName));
-          return color ? `<tspan fill="${color}">${words}</tspan>` : words;
+          return color ? `<tspan fill="${COLORS[color]}">${words}</tspan>` : words;
         })
         .join("");
       const w = 300, h = 118, x0 = 36, x1 = w - 10, y0 = 20, y1 = h - 18;
@@ -200,15 +263,15 @@
         .map(([key, color, stroke]) => {
           const [xs, ys] = subsample(c[key][0], c[key][1]);
           const points = xs.map((x, i) => `${xOf(x)},${yOf(ys[i])}`).join(" ");
-          return `<polyline points="${points}" fill="none" stroke="${color}" stroke-width="${stroke}"/>`;
+          return `<polyline points="${points}" fill="none" stroke="${COLORS[color]}" stroke-width="${stroke}"/>`;
         });
       return (
         `<svg class="grpo-svg" viewBox="0 0 ${w} ${h}" role="img" aria-label="${escape(name)}">` +
         `<rect x="${x0}" y="${y0}" width="${x1 - x0}" height="${y1 - y0}" class="grpo-panel"/>` +
         `<text x="${x0}" y="13" class="grpo-panel-title">${heading}</text>` +
         `<text x="${x1}" y="13" text-anchor="end" class="grpo-value">${current}</text>` +
-        `<text x="${x0 - 4}" y="${y0 + 8}" text-anchor="end" class="grpo-small">${+yHigh.toPrecision(3)}</text>` +
-        `<text x="${x0 - 4}" y="${y1}" text-anchor="end" class="grpo-small">${+yLow.toPrecision(3)}</text>` +
+        `<text x="${x0 - 4}" y="${y0 + 8}" text-anchor="end" class="grpo-small">${+fixed(yHigh, 2)}</text>` +
+        `<text x="${x0 - 4}" y="${y1}" text-anchor="end" class="grpo-small">${+fixed(yLow, 2)}</text>` +
         `<text x="${x1}" y="${y1 + 13}" text-anchor="end" class="grpo-small">step ${last}</text>` +
         `<text x="${x0}" y="${y1 + 13}" class="grpo-small">0</text>${lines.join("")}</svg>`
       );
@@ -241,11 +304,11 @@
     return [...imports, "", ...lines].join("\n");
   }
 
-  function ledgerHtml(state) {
+  function ledgerHtml(state, spec) {
     const items = state.ledger
       .slice()
       .reverse()
-      .map(([n, text]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(text)}</li>`)
+      .map(([n, parts]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(ledgerText(spec.ledger, parts))}</li>`)
       .join("");
     // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
     return (
@@ -285,9 +348,12 @@
    * (its end is said once) and when a control changes nothing it would say. Nothing else in the views is live, so a
    * click is announced once. The policy chart and each learning curve are named with the numbers they draw. In
    * JupyterLab the lab keeps its keys (no notebook shortcut fires from inside it). */
-  function summaryText(state) {
+  function summaryText(state, spec) {
     const names = state.names;
     const parts = [`Step ${state.steps}. Policy: ${probsText(state, state.probs)}.`];
+    // a Reset the seed box refused changes nothing else: said here, with its ledger number (each refusal is news)
+    const [number, newest] = state.ledger[state.ledger.length - 1];
+    if (newest[0][0] === "refused") parts.unshift(`Ledger #${number}: ${ledgerText(spec.ledger, newest)}.`);
     const group = state.group;
     if (group !== null) {
       const used = group.ratios !== null ? "used by the step" : "sampled";
@@ -302,11 +368,32 @@
           : `Advantages: ${answers.join(", ")}.`,
       );
       if (group.ratios !== null) parts.push(`Clip fraction ${fmt(state.stats.clip, 2)}, KL ${fmt(state.stats.kl)}.`);
+      if (group.outcome) {
+        const said = phrase(spec.ledger[group.outcome], { before: group.kl_before, after: state.stats.kl });
+        parts.push(`${said[0].toUpperCase()}${said.slice(1)}.`);
+      }
     }
     return parts.join(" ");
   }
 
-  function accessibleViews(el) {
+  /** The ipywidgets sliders of the JupyterLab lab (and of its snapshot in the book) tell a screen reader the value
+   * their readout shows (1.00), not the sum min + k·step the slider computes (0.9999999999999999): each handle's
+   * aria-valuetext follows its readout. */
+  function sayWhatSlidersShow(lab) {
+    for (const slider of lab.querySelectorAll(".widget-slider")) {
+      const handle = slider.querySelector("[role=slider]");
+      const readout = slider.querySelector(".widget-readout");
+      if (!handle || !readout) continue;
+      const say = () => {
+        const shown = readout.textContent.trim();
+        if (handle.getAttribute("aria-valuetext") !== shown) handle.setAttribute("aria-valuetext", shown);
+      };
+      new MutationObserver(say).observe(slider, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ["aria-valuenow", "aria-valuetext"] });
+      say();
+    }
+  }
+
+  function accessibleViews(el, spec) {
     const status = document.createElement("div");
     status.className = "grpo-lab-summary grpo-sr-only";
     status.setAttribute("role", "status");
@@ -314,17 +401,32 @@
     status.setAttribute("aria-atomic", "true");
     el.appendChild(status);
     el.querySelector(".grpo-lab-progress").setAttribute("aria-label", "Progress of the run");
-    return (state) => {
-      // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
-      // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and
-      // the key does not bubble to the document, where JupyterLab listens.
+    // In JupyterLab a key pressed in the lab (the arrows and letters of its "onto" dropdown) belongs to the lab:
+    // Lumino matches no notebook shortcut (move the cell selection, insert a cell) under this attribute, and the
+    // key does not bubble to the document, where JupyterLab listens. The views may be drawn before the widget
+    // manager puts them in the lab (the book's snapshot is drawn once): the lab is looked for until it is there.
+    let waiting = false;
+    const attach = (frames = 600) => {
       const lab = el.closest(".grpo-lab");
-      if (lab && !lab.hasAttribute("data-lm-suppress-shortcuts")) {
-        lab.setAttribute("data-lm-suppress-shortcuts", "true");
-        lab.addEventListener("keydown", (event) => event.stopPropagation());
+      if (!lab) {
+        if (!waiting && frames) {
+          waiting = true;
+          requestAnimationFrame(() => {
+            waiting = false;
+            attach(frames - 1);
+          });
+        }
+        return;
       }
+      if (lab.hasAttribute("data-lm-suppress-shortcuts")) return;
+      lab.setAttribute("data-lm-suppress-shortcuts", "true");
+      lab.addEventListener("keydown", (event) => event.stopPropagation());
+      sayWhatSlidersShow(lab);
+    };
+    return (state) => {
+      attach();
       const [done, total] = state.progress;
-      const text = summaryText(state);
+      const text = summaryText(state, spec);
       if (!(total && done < total) && status.textContent !== text) status.textContent = text;
     };
   }
@@ -374,6 +476,7 @@
   /** Build the views inside ``el`` once, from the lab's spec (grpo_core.lab.spec); returns {update(state)},
    * which redraws from a state every slot whose content changed, and only those. */
   function mount(el, spec) {
+    palette(spec);
     el.classList.add("grpo-lab-views");
     el.innerHTML = skeleton(spec);
     const $ = (selector) => el.querySelector(selector);
@@ -410,7 +513,7 @@
     const attribute = (slot, name, value) => {
       if (slot.getAttribute(name) !== value) slot.setAttribute(name, value);
     };
-    const describe = accessibleViews(el);
+    const describe = accessibleViews(el, spec);
     return {
       el,
       update(state) {
@@ -419,11 +522,11 @@
           text(card.value, card.digits ? fmt(value, card.digits) : String(value));
           if (card.label) text(card.label, card.text.replace("best", state.names[state.best]));
         }
-        html(slots.warning, warningHtml(state));
+        html(slots.warning, warningHtml(state, spec));
         html(slots.policy, policySvg(state));
         html(slots.group, groupHtml(state));
         curvePanels(state, spec.panels).forEach((svg, i) => html(slots.curves[i], svg));
-        html(slots.ledger, ledgerHtml(state));
+        html(slots.ledger, ledgerHtml(state, spec));
         const [done, total] = state.progress;
         attribute(slots.progress, "max", String(Math.max(total, 1)));
         attribute(slots.progress, "value", String(done));
@@ -437,5 +540,5 @@
   }
 
   root.GRPOLab = root.GRPOLab || {};
-  root.GRPOLab.view = { mount, fmt, signed, replay, summaryText };
+  root.GRPOLab.view = { mount, fixed, fmt, signed, phrase, ledgerText, klOutcome, warningHtml, replay, summaryText };
 })(globalThis);
