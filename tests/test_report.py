@@ -16,7 +16,7 @@ def test_a_gap_below_the_noise_floor_prints_as_the_bound(gap):
     assert report.below(gap) == "< 1e-12"
 
 
-@given(st.floats(-1e300, 1e300).filter(lambda x: abs(x) >= 1e-12))
+@given(st.floats(-1e9, 1e9).filter(lambda x: abs(x) >= 1e-12))  # the range grpo_core promises
 def test_a_gap_at_or_above_the_bound_prints_its_value(gap):
     shown = report.below(gap)
     assert shown.endswith("(>= 1e-12)")
@@ -28,7 +28,7 @@ def test_the_bound_is_a_parameter():
     assert report.below(3e-9, bound=1e-9) == "3.0e-09 (>= 1e-09)"
 
 
-@given(st.floats(np.finfo(np.float32).tiny, float(np.finfo(np.float32).max)))
+@given(st.floats(np.finfo(np.float32).tiny, 1e9))  # the range grpo_core promises
 def test_float32_prints_five_significant_digits(value):
     value = float(np.float32(value))
     shown = report.float32(value)

@@ -25,9 +25,7 @@ def length_penalized_rewards(rewards, lengths, coef: float) -> np.ndarray:
     r"""§9's explicit length penalty: :math:`R_i - \lambda\,|o_i|` (``coef`` is λ per token), before eq. (3)."""
     rewards, lengths = _rewards_and_lengths(rewards, lengths)
     coef = nonnegative(coef, "coef")
-    with np.errstate(over="ignore", invalid="ignore"):
-        penalized = rewards - coef * lengths
-    return _finite(penalized, "the penalised rewards")
+    return rewards - coef * lengths
 
 
 def length_conditioned_advantages(rewards, lengths, eps: float = 1e-8) -> np.ndarray:
@@ -45,28 +43,16 @@ def length_conditioned_advantages(rewards, lengths, eps: float = 1e-8) -> np.nda
 
 def _length_residuals(rewards: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Rewards minus their group's least-squares line on the lengths; rounding-sized residuals set to 0."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        centred_lengths = lengths - lengths.mean(axis=-1, keepdims=True)
-        centred_rewards = rewards - rewards.mean(axis=-1, keepdims=True)
-        spread = (centred_lengths**2).sum(axis=-1, keepdims=True)
-        slope = np.divide(
-            (centred_lengths * centred_rewards).sum(axis=-1, keepdims=True),
-            spread,
-            out=np.zeros_like(spread),
-            where=spread > 0,
-        )
-        residuals = centred_rewards - slope * centred_lengths
-    residuals = _finite(residuals, "the least-squares line")
+    centred_lengths = lengths - lengths.mean(axis=-1, keepdims=True)
+    centred_rewards = rewards - rewards.mean(axis=-1, keepdims=True)
+    spread = (centred_lengths**2).sum(axis=-1, keepdims=True)
+    covariance = (centred_lengths * centred_rewards).sum(axis=-1, keepdims=True)
+    slope = np.divide(covariance, spread, out=np.zeros_like(spread), where=spread > 0)  # equal lengths: b = 0
+    residuals = centred_rewards - slope * centred_lengths
     spread = np.abs(centred_rewards).max(axis=-1, keepdims=True)
     size = np.abs(rewards).max(axis=-1, keepdims=True)  # rewards equal up to rounding leave residuals of its ulp
     residuals[np.abs(residuals) <= np.maximum(ROUND_OFF * spread, 64 * np.finfo(float).eps * size)] = 0.0
     return residuals
-
-
-def _finite(values: np.ndarray, what: str) -> np.ndarray:
-    if not np.isfinite(values).all():
-        raise ValueError(f"rewards and lengths: {what} exceed the float64 range")
-    return values
 
 
 def _rewards_and_lengths(rewards, lengths) -> tuple[np.ndarray, np.ndarray]:
