@@ -155,7 +155,7 @@ def manual_text(name: str, records: list[dict], rubric: str = "") -> str:
     records = sorted(records, key=lambda record: record["file"])
     count = max((len(record["written_answers"]) for record in records), default=0)
     lines = [f"# {heading_text(name)}: written answers, for grading by hand", ""]
-    lines += [rubric.replace("# ", "## ", 1), ""] if rubric else []
+    lines += [*("#" + line if line.startswith("#") else line for line in rubric.splitlines()), ""]
     for number in range(count):
         lines += [f"## Written answer {number + 1}", ""]
         for record in records:
