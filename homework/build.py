@@ -18,6 +18,9 @@ and ``otter assign`` (the master's config names both) writes into ``DIST/NAME/``
   prompts, ``...`` stubs, public tests, whatever the notebook is called and wherever
   it runs (see :func:`portable_student_notebook`);
 * ``autograder/NAME.ipynb`` — the reference solutions;
+* ``autograder/rubric.md`` — beside them, outside the zip: each written question's model answer and rubric, from
+  the master's ``# BEGIN RUBRIC`` raw cells (YAML), which are taken out of the master before otter sees it
+  (see :func:`rubrics`); ``make grade`` shows it above the answers in ``manual-NAME.md``;
 * ``autograder/NAME-autograder.zip`` — self-contained: tests, ``otter_config.json``,
   ``environment.yml`` (what Gradescope and ``otter grade`` install: Python 3.11,
   otter-grader and the pins above), the same list as ``requirements.txt`` for pip, and
@@ -27,7 +30,8 @@ and ``otter assign`` (the master's config names both) writes into ``DIST/NAME/``
 
 ``otter assign`` (run in this process: importing otter costs more than assigning)
 grades the solutions notebook itself and fails unless it earns full marks;
-afterwards :func:`leaks.find_leaks` must find nothing in ``student/``. Every
+afterwards :func:`leaks.find_leaks` must find nothing in ``student/``, and no line of a
+rubric may appear in ``student/`` or in the autograder zip (:func:`rubric_leaks`). Every
 assignment is attempted (``--jobs`` processes at once); if any fails, the build
 lists why and exits non-zero.
 """
@@ -140,6 +144,68 @@ def master_notebook(name: str) -> nbformat.NotebookNode:
         notebook.metadata.pop("jupytext", None)
         _masters[version] = notebook
     return copy.deepcopy(_masters[version])
+
+
+RUBRIC_BEGIN, RUBRIC_END = "# BEGIN RUBRIC", "# END RUBRIC"
+
+
+def is_rubric(cell) -> bool:
+    return cell.cell_type == "raw" and cell.source.strip().startswith(RUBRIC_BEGIN)
+
+
+def rubrics(master: nbformat.NotebookNode) -> list[dict]:
+    """Each written question's rubric, in order: a raw cell right after its ``manual-answer`` cell, YAML between
+    ``# BEGIN RUBRIC`` and ``# END RUBRIC``: ``points``, ``answer`` (the model answer), ``criteria`` (a list of
+    ``{points, for}`` summing to ``points``) and ``wrong`` (the typical wrong answers to look for)."""
+    import yaml
+
+    found, cells = [], master.cells
+    for index, cell in enumerate(cells):
+        if not is_rubric(cell):
+            continue
+        lines = cell.source.strip().splitlines()
+        if lines[-1].strip() != RUBRIC_END:
+            raise RuntimeError(f"rubric cell {index}: its last line must be {RUBRIC_END!r}")
+        if index == 0 or "manual-answer" not in cells[index - 1].metadata.get("tags", []):
+            raise RuntimeError(f"rubric cell {index} does not follow a manual-answer cell")
+        rubric = yaml.safe_load("\n".join(lines[1:-1]))
+        if set(rubric) != {"points", "answer", "criteria", "wrong"} or not rubric["wrong"]:
+            raise RuntimeError(f"rubric cell {index}: needs exactly points, answer, criteria, wrong (non-empty)")
+        if sum(criterion["points"] for criterion in rubric["criteria"]) != rubric["points"]:
+            raise RuntimeError(f"rubric cell {index}: its criteria's points do not sum to {rubric['points']}")
+        found.append(rubric)
+    answers = sum("manual-answer" in cell.metadata.get("tags", []) for cell in cells)
+    if len(found) != answers:
+        raise RuntimeError(f"{answers} written questions but {len(found)} rubrics")
+    return found
+
+
+def rubric_markdown(rubrics: list[dict]) -> str:
+    """``rubric.md``: per written question, its points, the model answer, the criteria and the wrong answers."""
+    lines = ["# Written answers: model answers and rubrics (instructors only)", ""]
+    for number, rubric in enumerate(rubrics, 1):
+        lines += [
+            f"## Written question {number} ({rubric['points']} points): model answer and rubric",
+            "",
+            "**Model answer.**",
+            "",
+        ]
+        lines += [rubric["answer"].strip(), "", "**Rubric.**", ""]
+        lines += [f"- {c['points']} point{'s' * (c['points'] != 1)}: {c['for']}" for c in rubric["criteria"]]
+        lines += ["", "**Typical wrong answers.**", "", *(f"- {wrong}" for wrong in rubric["wrong"]), ""]
+    return "\n".join(lines)
+
+
+def rubric_leaks(rubrics: list[dict], out: Path) -> list[str]:
+    """Where a line of a model answer, criterion or wrong answer appears in ``out/student`` or the zip."""
+    phrases = [line.strip() for rubric in rubrics for line in rubric["answer"].splitlines() if len(line.strip()) > 20]
+    phrases += [item for rubric in rubrics for item in [c["for"] for c in rubric["criteria"]] + rubric["wrong"]
+                if len(item) > 20]  # fmt: skip
+    texts = {str(path): path.read_text(errors="replace") for path in (out / "student").rglob("*") if path.is_file()}
+    with zipfile.ZipFile(out / "autograder" / f"{out.name}-autograder.zip") as archive:
+        texts |= {f"zip:{member}": archive.read(member).decode(errors="replace") for member in archive.namelist()}
+    return [f"rubric text in {where}: {phrase[:60]!r}" for where, text in texts.items() for phrase in phrases
+            if phrase in text]  # fmt: skip
 
 
 def package_grpo_core(into: Path) -> Path:
@@ -402,8 +468,11 @@ def build(name: str, dist: Path, package: Path, *, run_tests: bool = True) -> li
     quoted = quote_stripped_assertions(make_key(master))
     if quoted:
         raise RuntimeError(f"{name}: a message that otter would print without its outer quote:\n{quoted[0]}")
+    written = rubrics(master)
+    master.cells = [cell for cell in master.cells if not is_rubric(cell)]
     out = assign(master, name, dist, package, run_tests=run_tests)
-    return find_leaks(master, out / "student")
+    (out / "autograder" / "rubric.md").write_text(rubric_markdown(written))
+    return find_leaks(master, out / "student") + rubric_leaks(written, out)
 
 
 def main(argv: list[str] | None = None) -> int:

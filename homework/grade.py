@@ -172,6 +172,11 @@ def load_keys(dist: Path) -> dict[str, dict]:
     return {path.parent.parent.name: checker.load_key(path) for path in sorted(dist.glob("*/autograder/key.json"))}
 
 
+def load_rubrics(dist: Path) -> dict[str, str]:
+    """``{assignment: rubric.md}`` for every ``DIST/NAME/autograder/rubric.md`` (the written answers' rubrics)."""
+    return {path.parent.parent.name: path.read_text() for path in sorted(dist.glob("*/autograder/rubric.md"))}
+
+
 # ---------------------------------------------------------------- grading a folder
 
 
@@ -280,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         if master.is_file() and master.stat().st_mtime > (args.dist / name / "autograder" / "key.json").stat().st_mtime:
             print(f"warning: homework/{name}/{name}.md is newer than its key; run `make homework`", file=sys.stderr)
     out = args.out or args.dist / "grades"
-    records = Records(out, keys, args.deadline)
+    records = Records(out, keys, args.deadline, load_rubrics(args.dist))
     folder = class_folder(out, args.submissions)
     grader = Grader(keys, args.python, args.timeout, args.call_timeout)
 

@@ -10,7 +10,8 @@ Into ``OUT`` (made 0700; every file in it 0600):
   empty and never overwrites.
 * ``unmatched.csv``: the files that could not be graded as a submission, and why.
 * ``feedback/NAME/HASH.json`` (HASH: the SHA-256 of the row's ``file``): each test case's result.
-* ``manual-NAME.md``: every written answer, for grading by hand, each shown verbatim in a code block.
+* ``manual-NAME.md``: every written answer, for grading by hand, each shown verbatim in a code block, below the
+  model answers and rubrics that ``make homework`` wrote to ``DIST/NAME/autograder/rubric.md``.
 * ``reports/NAME.html`` and ``reports/NAME.csv``: the class report (:mod:`class_report`); with a roster,
   ``reports/roster.csv``: the roster's students with no submission and the files no roster line names.
 
@@ -148,11 +149,13 @@ def heading_text(text: str) -> str:
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", printable)
 
 
-def manual_text(name: str, records: list[dict]) -> str:
-    """``manual-NAME.md``: every written answer of every submission, by question; headings are ours alone."""
+def manual_text(name: str, records: list[dict], rubric: str = "") -> str:
+    """``manual-NAME.md``: the assignment's rubric (ours, as Markdown), then every written answer of every
+    submission, by question; headings are ours alone."""
     records = sorted(records, key=lambda record: record["file"])
     count = max((len(record["written_answers"]) for record in records), default=0)
     lines = [f"# {heading_text(name)}: written answers, for grading by hand", ""]
+    lines += [*("#" + line if line.startswith("#") else line for line in rubric.splitlines()), ""]
     for number in range(count):
         lines += [f"## Written answer {number + 1}", ""]
         for record in records:
@@ -181,8 +184,10 @@ def write_atomically(path: Path, text: str) -> None:
 class Records:
     """Where results go: one sheet per assignment, ``unmatched.csv``, feedback files, written answers, reports."""
 
-    def __init__(self, out: Path, keys: dict[str, dict], deadline: str | None = None):
-        self.out, self.keys, self.deadline = out, keys, deadline
+    def __init__(
+        self, out: Path, keys: dict[str, dict], deadline: str | None = None, rubrics: dict[str, str] | None = None
+    ):
+        self.out, self.keys, self.deadline, self.rubrics = out, keys, deadline, rubrics or {}
         self.points = {name: points(key) for name, key in keys.items()}
         for folder in (out, out / "reports", out / "feedback", *(out / "feedback" / name for name in keys)):
             folder.mkdir(parents=True, exist_ok=True)
@@ -228,7 +233,7 @@ class Records:
                 sheet.update(file, marks)
             sheet.write()
             records = [json.loads(path.read_text()) for path in sorted((self.out / "feedback" / name).glob("*.json"))]
-            write_atomically(self.out / f"manual-{name}.md", manual_text(name, records))
+            write_atomically(self.out / f"manual-{name}.md", manual_text(name, records, self.rubrics.get(name, "")))
             counting = {cells["file"] for cells in sheet.rows.values() if cells["counts"] == "yes"}
             counted = [record for record in records if record["file"] in counting]
             html, table = class_report.report(name, self.keys[name], counted)
