@@ -114,18 +114,19 @@ bench: $(STAMP)
 # Homework (otter-grader; see book/instructors.md).
 # make homework: student notebook + requirements.txt, reference notebook and self-contained
 #   autograder zip per assignment in homework/dist/NAME/
-# make grade SUBMISSIONS=dir [TIMEOUT=600] [JOBS=2] [ROSTER=roster.csv] [DEADLINE=2027-01-15T23:59+00:00]: every
+# make grade SUBMISSIONS=dir [TIMEOUT=600] [CALL_TIMEOUT=60] [JOBS=2] [ROSTER=roster.csv] [DEADLINE=2027-01-15T23:59+00:00]: every
 #   file under dir (or one student's folder or file of a class folder graded before) gets one row; each notebook or
 #   exported zip runs in its own bubblewrap jail (apt-get install bubblewrap; no root needed)
 #   -> homework/dist/grades/NAME.csv (merged by file), unmatched.csv, feedback/, manual-NAME.md, reports/
 .PHONY: homework grade
 TIMEOUT ?= 600
+CALL_TIMEOUT ?= 60
 JOBS ?= 2
 homework: $(STAMP)
 	$(BIN)/python homework/build.py
 
 grade: $(STAMP)
-	$(BIN)/python homework/grade.py $(SUBMISSIONS) --timeout $(TIMEOUT) --jobs $(JOBS) $(if $(ROSTER),--roster $(ROSTER)) \
+	$(BIN)/python homework/grade.py $(SUBMISSIONS) --timeout $(TIMEOUT) --call-timeout $(CALL_TIMEOUT) --jobs $(JOBS) $(if $(ROSTER),--roster $(ROSTER)) \
 		$(if $(DEADLINE),--deadline $(DEADLINE))
 
 clean:
