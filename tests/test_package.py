@@ -107,8 +107,9 @@ def test_the_import_graph_stays_small():
     """Issue 15's bound, tightened by issue 28: counting each top-level module and each subpackage as one node,
     13 nodes (``_kernels`` added) and 29 edges (from 30: no formula imports another formula); issue 39 adds
     ``config`` (one definition of the clipped-update knobs: 14 nodes; edges to it from ``bandit`` and ``sequence``
-    and from it to ``_validate``) and the bandit's use of ``objective.grpo_objective``, eq. (9) itself: 33 edges; issue 42 adds ``report``, the
-    notebooks' rule for printing a number (15 nodes; one edge, to ``_validate``): 34 edges."""
+    and from it to ``_validate``) and the bandit's use of ``objective.grpo_objective``, eq. (9) itself: 33 edges;
+    issue 42 adds ``report``, the notebooks' rule for printing a number (15 nodes; one edge, to ``_validate``): 34
+    edges."""
     nodes = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
     nodes |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     edges = set()
