@@ -36,14 +36,16 @@ def test_the_baseline_cpu_turns_off_every_vector_unit_above_x86_64_v2():
 
 def test_every_stored_figure_carries_the_text_nbval_compares():
     """An inline figure's plain text is its :func:`grpo_core.plotting.figure_summary` (nbval compares it, not the
-    SVG), which ``use_style()`` sets up: a notebook that shows a figure without it would go unchecked."""
+    SVG), which ``use_style()`` sets up: a notebook that shows a figure without it would go unchecked. Its first line
+    is the figure's alt text (:func:`grpo_core.plotting.describe`), so nbval holds the description to the data too."""
     figures = 0
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for number, cell in enumerate(nbformat.read(path, as_version=4).cells):
             for output in cell.get("outputs", []):
                 if "image/svg+xml" in output.get("data", {}):
                     figures += 1
-                    assert output["data"]["text/plain"].startswith("Figure "), f"{path.name}, cell {number}"
+                    alt, summary = output["data"]["text/plain"].split("\n", 2)[:2]
+                    assert alt.startswith("alt ") and summary.startswith("Figure "), f"{path.name}, cell {number}"
     assert figures >= 30
 
 
