@@ -35,6 +35,7 @@ import nbformat
 import numpy
 import pytest
 from homework_support import notebook, reference, shared_dist, sheets, with_cell, write
+from markdown_it import MarkdownIt
 
 pytestmark = [pytest.mark.homework, pytest.mark.timeout(900)]
 HW1 = "hw1-advantages"
@@ -117,17 +118,30 @@ def _hash(file: str) -> str:
     return hashlib.sha256(file.encode()).hexdigest() + ".json"
 
 
+def _answers(manual: str) -> dict[str, str]:
+    """The written answers of ``manual-NAME.md`` as a reader sees them: each level-3 heading of the answers' section
+    (Markdown escapes undone) with the text of the code block under it (records.manual_text writes them so)."""
+    tokens = MarkdownIt().parse(manual.split("\n## Written answer 1\n", 1)[1])
+    answers, heading = {}, None
+    for number, token in enumerate(tokens):
+        if token.type == "heading_open" and token.tag == "h3":
+            heading = "".join(child.content for child in tokens[number + 1].children if child.type == "text")
+            answers[heading] = None
+        elif token.type == "fence" and heading is not None:
+            answers[heading] = token.content.rstrip("\n")
+    return answers
+
+
 def test_a_lone_surrogate_in_a_written_answer_loses_no_other_written_answer(graded):
-    manual = (graded[1] / f"manual-{HW1}.md").read_text()
-    assert f"### manual/c-honest.ipynb\n\n{HONEST_ANSWER}" in manual
+    answers = _answers((graded[1] / f"manual-{HW1}.md").read_text())
+    assert answers["manual/c-honest.ipynb"] == HONEST_ANSWER
 
 
 def test_a_written_answer_cannot_forge_another_submissions_heading(graded):
-    """Every heading of manual-NAME.md below a written answer's title is a submission, once each."""
-    manual = (graded[1] / f"manual-{HW1}.md").read_text()
-    headings = [line for line in manual.splitlines() if line.startswith("### ")]
+    """Every heading below a written answer's title is a submission, once each, as a Markdown reader renders it."""
+    answers = _answers((graded[1] / f"manual-{HW1}.md").read_text())
     files = sorted(file for file in graded[0] if not file.startswith("("))
-    assert headings == [f"### {file}" for file in files]
+    assert list(answers) == files
 
 
 # ---------------------------------------------------------------- no jail: files that are not graded submissions

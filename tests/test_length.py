@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -23,14 +23,12 @@ def groups(draw, prompts=None):
     return rewards, lengths
 
 
-@settings(max_examples=300, deadline=None)
 @given(groups(), st.floats(min_value=0, max_value=10))
 def test_penalty_subtracts_coef_times_length(group, coef):
     rewards, lengths = group
     assert np.array_equal(length_penalized_rewards(rewards, lengths, coef), rewards - coef * lengths)
 
 
-@settings(max_examples=300, deadline=None)
 @given(groups())
 def test_conditioned_advantages_are_uncorrelated_with_length(group):
     rewards, lengths = group
@@ -41,7 +39,6 @@ def test_conditioned_advantages_are_uncorrelated_with_length(group):
     assert np.isfinite(adv).all()
 
 
-@settings(max_examples=300, deadline=None)
 @given(groups(), st.floats(min_value=-1.0, max_value=1.0))
 def test_a_reward_model_that_likes_length_changes_nothing(group, slope):
     rewards, lengths = group
@@ -51,7 +48,6 @@ def test_a_reward_model_that_likes_length_changes_nothing(group, slope):
     )
 
 
-@settings(max_examples=200, deadline=None)
 @given(groups(), st.integers(min_value=1, max_value=64))
 def test_equal_lengths_give_eq_3(group, length):
     rewards, _ = group
@@ -60,7 +56,6 @@ def test_equal_lengths_give_eq_3(group, length):
     assert np.allclose(adv, group_advantages(rewards), rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=200, deadline=None)
 @given(groups(), st.floats(min_value=-5, max_value=5), st.floats(min_value=-5, max_value=5))
 def test_rewards_the_line_explains_carry_no_signal(group, intercept, slope):
     _, lengths = group

@@ -18,8 +18,8 @@ outputs: a number printed beyond what its claim needs shows up there.
 from grpo_core._validate import positive, real_number
 
 NOISE_FLOOR = 1e-12
-"""The bound below which a float64 difference counts as rounding: 1e-12 is ~5000 ulps at 1, far above the last
-bits a reduction order moves and far below any real effect the notebooks show."""
+"""The bound below which a float64 difference counts as rounding. At 1 it is ~5000 ulps, far above the last bits a
+reduction order moves and far below any real effect the notebooks show."""
 
 FLOAT32_DIGITS = 5
 """Significant digits of a float32 result that every BLAS path keeps (float32 carries ~7.2)."""

@@ -46,7 +46,7 @@ FROZEN_BYTES_PER_PARAM = {"weights": 2}
 BYTES_PER_GB = 1e9
 FORWARD_FLOPS_PER_PARAM_TOKEN = 2
 TRAINING_FLOPS_PER_PARAM_TOKEN = 6
-#: The largest parameter or token count accepted (a quadrillion: totals stay far inside float64).
+#: The largest parameter or token count accepted, a quadrillion (totals stay far inside float64).
 MAX_PARAMS = 1e15
 
 
