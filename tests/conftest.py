@@ -29,6 +29,8 @@ HOMEWORK_FILES = ("test_homework.py", "test_grading_clean.py", "test_grading.py"
 # the other worker at the same moment failed it (a fresh-clone run of 15ccd73: 1537 MiB against 1024). So the two
 # files of attacks run one after the other, on one worker.
 JAILED = ("test_grading.py", "test_grading_redteam.py")
+# The two files that import TRL and transformers (7 CPU-s in a process): one work unit, so one worker pays it.
+TRL = ("test_production_formulas.py", "test_trl_bridge.py")
 # Test files whose tests share a module-scoped fixture too costly to build twice.
 ONE_WORKER_FILES = (*HOMEWORK_FILES, "test_lab_browser.py", "test_jupyterlab_reader.py")
 SITE_PAGE = re.compile(r"[\w/.-]+\.html")
@@ -39,14 +41,15 @@ def xdist_scope(nodeid: str) -> str:
     """The unit of work that one pytest-xdist worker runs whole, for a test's node id.
 
     The cells of a notebook (each needs the ones before it, in the same kernel) and the tests of a file of
-    ONE_WORKER_FILES: their file; the files of JAILED, together. The tests of one page of the site
+    ONE_WORKER_FILES: their file; the files of JAILED, together, and those of TRL. The tests of one page of the site
     (tests/test_site.py opens each page once per worker): that page. Any other test: its test function, with all
     its parameters.
     """
     path, _, test = nodeid.partition("::")
     file = path.rsplit("/", 1)[-1]
-    if file in JAILED:
-        return " + ".join(JAILED)
+    for together in (JAILED, TRL):
+        if file in together:
+            return " + ".join(together)
     if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
         return path
     function, _, parameters = test.partition("[")
