@@ -358,11 +358,13 @@ def test_notebook_pages_offer_the_md_and_the_executed_ipynb(page, site):
 WIDE, NARROW = 1400, 390  # a laptop and a phone
 # Elements wider than the text column that no scrolling box of their own contains; the page's own width; and,
 # at laptop width, the code cells that scroll sideways. Visually hidden elements (MathJax's assistive MathML,
-# clipped to 1 px) are left out. Where the right-hand table of contents is hidden (the §11 lab page on wide
+# clipped to 1 px) are left out; a folded code cell (an aside's, tagged hide-cell) is measured unfolded, as a reader
+# who opens it sees it. Where the right-hand table of contents is hidden (the §11 lab page on wide
 # screens gives its width to the lab), that width is free too.
 LAYOUT = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
   const article = document.querySelector('.bd-article') || document.querySelector('.bd-article-container');
+  article.querySelectorAll('details.hide').forEach((folded) => { folded.open = true; });  // a folded cell, unfolded
   const box = article.getBoundingClientRect();
   const aside = document.querySelector('.bd-sidebar-secondary');
   const asideShown = aside && getComputedStyle(aside).display !== 'none' && aside.getBoundingClientRect().width > 0;

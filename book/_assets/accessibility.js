@@ -25,6 +25,8 @@
  * - The launch buttons (Binder, Colab) show a logo beside their name, with the alt text "Binder logo": a screen
  *   reader said "Binder logo Binder" (sphinx-book-theme 1.1's render_inner_html). Beside the name the logo is
  *   decorative (WCAG technique H2): its alt text is empty, as the site's own logo's is (_config.yml).
+ * - A folded code cell's toggle (myst-nb's hide-cell) is named "Toggle hidden content" while it shows "Show code cell
+ *   content" (axe "label-content-name-mismatch"): its name is what it shows.
  * Classic script, loaded by every page (html_js_files in _config.yml).
  */
 (function () {
@@ -39,6 +41,7 @@
 
   function nameThemeButtons() {
     document.querySelectorAll(".search-button-field[aria-label]").forEach((button) => button.removeAttribute("aria-label"));
+    document.querySelectorAll("details.hide > summary[aria-label]").forEach((toggle) => toggle.removeAttribute("aria-label"));
     const mode = document.documentElement.dataset.mode || "auto";
     const shown = { light: "light", dark: "dark", auto: "as the system is set" }[mode] || mode;
     document.querySelectorAll(".theme-switch-button").forEach((button) => {

@@ -251,10 +251,11 @@ LEDGER = {
     "diverged": "{message}",
 }
 
-#: A change of KL(π‖π_ref) smaller than this (what three decimals cannot show) is "KL stays".
+#: A change of the KL to the reference policy smaller than this (what three decimals cannot show) is "KL stays".
 KL_STILL = 5e-4
-#: A k3 weight π_ref(a)/π(a) of a sampled answer at least this large is said, in the ledger and the banner:
-#: the KL term's pull on that answer grows without bound as π(a) → 0, and a step can overshoot π_ref.
+#: A k3 weight (the reference probability over π(a)) of a sampled answer at least this large is said, in the ledger
+#: and the banner: the KL term's pull on that answer grows without bound as π(a) → 0, and a step can overshoot the
+#: reference policy.
 K3_WEIGHT_LARGE = 10.0
 #: From this k3 weight on, the lab says "above 10^6" instead of the number.
 K3_WEIGHT_SHOWN = 1e6
@@ -266,8 +267,8 @@ def k3_phrase(weight: float) -> str:
 
 
 def kl_outcome(moved: bool, kl_before: float, kl_after: float) -> str:
-    """What a step on a group with no signal did (a key of :data:`LEDGER`): π did not move (``still``), or
-    KL(π‖π_ref) went down (``toward``), up (``away``) or changed by less than :data:`KL_STILL` (``stays``).
+    """What a step on a group with no signal did (a key of :data:`LEDGER`): π did not move (``still``), or the KL to
+    the reference policy went down (``toward``), up (``away``) or changed by less than :data:`KL_STILL` (``stays``).
     ``static/lab-view.js``'s ``klOutcome`` is the same rule."""
     if not moved:
         return "still"

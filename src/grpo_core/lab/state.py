@@ -72,8 +72,8 @@ class GroupView:
 
     @classmethod
     def of_step(cls, result: StepResult, config: GRPOConfig, kl_before: float) -> GroupView:
-        """The group a step used, with what the step did: its ε and β, KL(π‖π_ref) before it and, for a group
-        with no signal, the measured outcome (:func:`grpo_core.lab.spec.kl_outcome`)."""
+        """The group a step used, with what the step did: its ε and β, the KL to the reference policy before it and,
+        for a group with no signal, the measured outcome (:func:`grpo_core.lab.spec.kl_outcome`)."""
         moved = not np.array_equal(result.probs, result.old_probs)
         outcome = kl_outcome(moved, kl_before, result.kl) if result.zero_variance else None
         k3 = k3_weight(result.ref_probs, result.old_probs, result.actions)
