@@ -2,7 +2,7 @@
 #   make book   builds the static site into _build/html
 #   make test   runs every check (lint, unit + property tests, nbval, book, browser, homework)
 # Each creates .venv from the pinned requirements.txt on first use.
-#   make check  the one-minute tier: lint + unit + property tests (no book, browser, homework, notebooks)
+#   make check  the one-minute tier: lint + tests/unit (no book, browser, homework, notebooks)
 
 PYTHON ?= python3
 VENV := .venv
@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINTED := src tests bench notebooks homework book/_ext
 
-.PHONY: venv book test check lint lab bench notebooks clean test-diversity test-arm64 test-lab-sweep
+.PHONY: venv book test check lint lab bench notebooks clean test-diversity test-arm64 test-lab-sweep test-sweeps
 
 venv: $(STAMP)
 
@@ -48,16 +48,21 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 
-# The tiers are pytest markers (pyproject.toml, applied in tests/conftest.py).
-TIERS := browser or book or homework or nbval
+# A test's tier is its folder (README, "Tests"): tests/unit, tests/site (the built book in Chromium), tests/browser
+# (Chromium and JupyterLab), tests/homework (otter, bubblewrap), tests/notebooks with notebooks/ (nbval). Two
+# pytest-xdist workers take whole files (--dist loadfile: a notebook's cells share its kernel, a file's module
+# fixtures are built once) in the order of TESTS (--no-loadscope-reorder): the longest first, the book's tests
+# once the book is built, the short unit files last, to even out the two workers' ends.
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
-XDIST := -n 2  # tests/conftest.py says what one worker must run whole (pytest_xdist_make_scheduler)
+XDIST := -n 2 --dist loadfile --no-loadscope-reorder
+TESTS := tests/homework tests/browser tests/site notebooks tests/notebooks tests/unit
 
 check: lint
-	$(BIN)/pytest $(XDIST) -m "not ($(TIERS))" tests
+	$(BIN)/pytest $(XDIST) tests/unit
 
-# One pytest run on both cores (two workers; tests/conftest.py says in what order they take the work) while the
-# book builds beside it; a test of the built site waits for the build's exit status in $BOOK_STATUS. Coverage is
+# One pytest run on both cores while the book builds beside it; a test of the built site waits for the build's
+# exit status in $BOOK_STATUS. Each exhaustive sweep runs its fixed cases and a fresh random sample of the rest,
+# whose seed pytest prints first and last (GRPO_TEST_SEED=N replays it; make test-sweeps runs every case). Coverage is
 # measured in the two workers (pyproject.toml, [tool.coverage.run]). nbval runs the notebooks on an emulated
 # x86-64-v2 CPU (--cpu-env baseline: tests/conftest.py, baseline_cpu_env) against the outputs `make notebooks`
 # stored on this machine's own CPU: every notebook must give the same outputs on both (README, "What nbval checks").
@@ -66,7 +71,7 @@ test: lint
 	mkdir -p _build; \
 	{ $(MAKE) -o $(STAMP) book > _build/book.log 2>&1; echo $$? > _build/book.status.tmp; \
 	  mv _build/book.status.tmp _build/book.status; } & book=$$!; \
-	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) --cpu-env baseline tests notebooks; \
+	BOOK_STATUS=_build/book.status $(BIN)/pytest $(XDIST) --measure-coverage $(NBVAL) --cpu-env baseline $(TESTS); \
 	tests=$$?; \
 	wait $$book; [ "$$(cat _build/book.status)" = 0 ] || { cat _build/book.log; exit 1; }; exit $$tests
 	$(BIN)/coverage combine -q
@@ -80,9 +85,18 @@ test-diversity: $(STAMP)
 	$(BIN)/python bench/bench_diversity.py $(NBS)
 
 # The lab's page engine against grpo_core over 1 000 random sessions (make test plays 40 of a fixed seed and 8 of a
-# fresh one: tests/test_lab_parity.py); about 6 minutes.
+# fresh one: tests/browser/test_lab_parity.py); about 6 minutes.
 test-lab-sweep: $(STAMP)
-	GRPO_LAB_PARITY_SESSIONS=1000 $(BIN)/pytest -n 0 -p no:cacheprovider tests/test_lab_parity.py
+	GRPO_LAB_PARITY_SESSIONS=1000 $(BIN)/pytest -n 0 -p no:cacheprovider tests/browser/test_lab_parity.py
+
+# Every case of the sweeps that make test samples (tests/sweeps.py; README, "Tests"): every page of the site visited
+# at every width and audited, every source listing audited, every notebook page printed, every key term searched
+# (tests/site/test_site.py); Run All in every notebook in JupyterLab (tests/browser/test_jupyterlab_reader.py); every
+# non-answer in all ten assignments (tests/homework/test_homework_non_answers.py). Builds the book first; about
+# 10 minutes of one core and 3 of the other (the site's file is one work unit).
+SWEPT := tests/site/test_site.py tests/browser/test_jupyterlab_reader.py tests/homework/test_homework_non_answers.py
+test-sweeps: book
+	GRPO_TEST_SWEEP=1 $(BIN)/pytest $(XDIST) $(SWEPT)
 
 # The NumPy-only notebooks on arm64 code paths: their kernels run Debian's arm64 Python under qemu-user, with
 # NumPy's aarch64 wheel (NEON/ASIMD, SVE), against the outputs stored here (README, "arm64"). Needs root once,

@@ -9,8 +9,9 @@ that ran each test, ``--durations=0`` the time of each test's setup, call and te
 
 * the wall time of `.ci/run` and pytest's own summary line;
 * each worker's busy time (the sum of its tests' durations) against pytest's wall time;
-* the work units of ``tests/conftest.py`` (``xdist_scope``: a notebook, a file run whole, a site page, a test
-  function) by time, the longest 20: one unit runs on one worker, so the longest sets a floor under the wall time;
+* the work units (``make test`` runs pytest-xdist's ``--dist loadfile``: a test file, or a notebook) by time, the
+  longest 20: one unit runs on one worker, so the longest sets a floor under the wall time;
+* the seed of the run's sampled sweeps (tests/sweeps.py), which replays them;
 * pytest's 20 longest phases (``--durations``).
 
 Last, one row for the trend table of the notes (date, commit, CPU, wall times of `.ci/run` and of pytest,
@@ -60,7 +61,7 @@ def run_ci(clone: Path) -> tuple[float, str, int]:
     return time.perf_counter() - start, done.stdout + done.stderr, done.returncode
 
 
-def critical_path(output: str, scope) -> None:
+def critical_path(output: str) -> None:
     worker = {}
     for line in output.splitlines():
         if match := WORKER_LINE.match(line):  # -v names a notebook's cell "notebooks/NAME::ipynb::Cell 3"
@@ -72,11 +73,11 @@ def critical_path(output: str, scope) -> None:
     busy, units = defaultdict(float), defaultdict(float)
     for test, seconds in per_test.items():
         busy[worker.get(test, "?")] += seconds
-        units[scope(test)] += seconds
+        units[test.partition("::")[0]] += seconds
     print("\n| worker | busy [s] | tests |\n|---|---|---|")
     for name in sorted(busy):
         print(f"| {name} | {busy[name]:.1f} | {sum(w == name for w in worker.values())} |")
-    print("\n| work unit (xdist_scope) | time [s] |\n|---|---|")
+    print("\n| work unit (a file) | time [s] |\n|---|---|")
     for unit, seconds in sorted(units.items(), key=lambda item: -item[1])[:20]:
         print(f"| `{unit}` | {seconds:.1f} |")
     print("\n| phase | test | time [s] |\n|---|---|---|")
@@ -119,10 +120,8 @@ def main() -> int:
     summary = [m.group(1) for m in map(SUMMARY_LINE.match, output.splitlines()) if m]
     print(f"fresh clone of {commit.stdout.strip()}, empty caches: .ci/run took {seconds:.0f} s, exit status {status}")
     print(f"pytest: {summary[-1] if summary else 'no summary line (see the log)'}")
-    sys.path.insert(0, str(clone / "tests"))
-    from conftest import xdist_scope
-
-    critical_path(output, xdist_scope)
+    print(next((line for line in output.splitlines() if line.startswith("sweeps: ")), "sweeps: no seed line"))
+    critical_path(output)
     print()
     print(trend_row(commit.stdout.strip(), seconds, summary[-1] if summary else ""))
     if keep:

@@ -1,13 +1,14 @@
-"""Shared pytest set-up: the test tiers, how nbval compares notebook outputs, and a real browser."""
+"""Shared pytest set-up: the test tiers (one folder each), the sampled sweeps' seed, how nbval compares notebook
+outputs, and a real browser."""
 
 import os
-import re
+import secrets
 import shutil
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
+import sweeps
 from hypothesis import settings
 
 # Property tests draw from a fixed seed (every run explores the same examples,
@@ -20,93 +21,34 @@ settings.load_profile("companion")
 # in-process (tests/test_lab.py) and in a real browser instead.
 NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript")
 
-# The homework's files, in the order they are handed out: the first two start at once on the two workers (the
-# first builds the assignments, which the others share: tests/homework_support.py; the second builds its clean
-# environment meanwhile), the last two, one work unit (JAILED), to the worker that finishes first.
-HOMEWORK_FILES = ("test_homework.py", "test_grading_clean.py", "test_grading.py", "test_grading_redteam.py")
-# The red team's memory test measures the kernel's shared memory machine-wide while its jail fills its file systems
-# (768 MiB): it allows 256 MiB for everything else. A bomb of test_grading.py filling another jail's file systems on
-# the other worker at the same moment failed it (a fresh-clone run of 15ccd73: 1537 MiB against 1024). So the two
-# files of attacks run one after the other, on one worker.
-JAILED = ("test_grading.py", "test_grading_redteam.py")
-# The two files that import TRL and transformers (7 CPU-s in a process): one work unit, so one worker pays it.
-TRL = ("test_production_formulas.py", "test_trl_bridge.py")
-# Test files whose tests share a module-scoped fixture too costly to build twice.
-ONE_WORKER_FILES = (*HOMEWORK_FILES, "test_lab_browser.py", "test_jupyterlab_reader.py")
-SITE_PAGE = re.compile(r"[\w/.-]+\.html")
+# The tiers: a test's tier is the folder it is in (README, "Tests"), and the notebooks' cells are nbval's.
+# unit: Python and the repository's files (`make check`); site: the built book, in Chromium; browser: Chromium and
+# JupyterLab, without the book; homework: otter's builds and the bubblewrap jails; notebooks: a Jupyter kernel.
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "site", "browser", "homework", "notebooks")
+# The fixtures that tie a test to its tier's prerequisites, and the tiers that provide them.
+NEEDS = {"site": ("site",), "browser": ("site", "browser"), "lab_cache": ("site", "browser")}
 COVERAGE = pytest.StashKey()
 
 
-def xdist_scope(nodeid: str) -> str:
-    """The unit of work that one pytest-xdist worker runs whole, for a test's node id.
-
-    The cells of a notebook (each needs the ones before it, in the same kernel) and the tests of a file of
-    ONE_WORKER_FILES: their file; the files of JAILED, together, and those of TRL. The tests of one page of the site
-    (tests/test_site.py opens each page once per worker): that page. Any other test: its test function, with all
-    its parameters.
-    """
-    path, _, test = nodeid.partition("::")
-    file = path.rsplit("/", 1)[-1]
-    for together in (JAILED, TRL):
-        if file in together:
-            return " + ".join(together)
-    if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
-        return path
-    function, _, parameters = test.partition("[")
-    page = SITE_PAGE.match(parameters)
-    if file == "test_site.py" and page:
-        return f"{path}::{page.group()}"
-    return f"{path}::{function}"
+def tier(path: Path) -> str | None:
+    """The tier of a test file: its folder under tests/ (a file in tests/ itself has none), or ``notebooks`` for a
+    notebook that nbval runs."""
+    if path.suffix == ".ipynb":
+        return "notebooks"
+    relative = path.resolve().relative_to(TESTS) if path.resolve().is_relative_to(TESTS) else None
+    return relative.parts[0] if relative is not None and len(relative.parts) > 1 else None
 
 
-# Files whose tests read the built site (``make test`` builds it while the other tests run).
-SITE_FILES = ("test_site.py", "test_lab_site.py")
-
-
-def xdist_rank(nodeid: str) -> int:
-    """When a test's work unit is handed out: 0 the homework (the longest units, so they must start first), 1 the
-    other long units (notebooks, JupyterLab), 2 the built site's tests (the book is built by then; their waits on
-    the browser overlap the homework's work), 3 last the many short tests, which even out the ends of the workers.
-    """
-    file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
-    if file in HOMEWORK_FILES:
-        return 0
-    if file.endswith(".ipynb") or file in ONE_WORKER_FILES:
-        return 1
-    return 2 if file in SITE_FILES else 3
-
-
-def xdist_order(collection: list[str]) -> list[str]:
-    """The node ids in the order their work units are handed out: by :func:`xdist_rank`, the homework's files in the
-    order of HOMEWORK_FILES, then those with the most tests first; the tests of a unit keep their order."""
-    sizes = Counter(map(xdist_scope, collection))
-
-    def key(nodeid: str) -> tuple[int, int, int]:
-        file = nodeid.partition("::")[0].rsplit("/", 1)[-1]
-        homework = HOMEWORK_FILES.index(file) if file in HOMEWORK_FILES else 0
-        return xdist_rank(nodeid), homework, -sizes[xdist_scope(nodeid)]
-
-    return sorted(collection, key=key)
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """``-n N`` distributes the work units of :func:`xdist_scope` in the order of :func:`xdist_rank`, then of their
-    number of tests.
-
-    ``--dist loadgroup`` with ``xdist_group`` marks would group the same tests, but it stopped grouping under
-    pytest 9.2 (pytest-dev/pytest-xdist#1386: it rewrites a node id that pytest no longer reads), silently.
-    """
-    if config.getvalue("dist") != "load":
-        return None
-    from xdist.scheduler import LoadScopeScheduling
-
-    config.option.loadscopereorder = False  # the workers' collections are in xdist_order already
-
-    class SharedWorkScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_scope(nodeid)
-
-    return SharedWorkScheduling(config, log)
+def misplaced(path: Path, fixtures) -> str | None:
+    """Why a test of ``path`` that uses ``fixtures`` is not in the folder of its tier, or None if it is."""
+    where = tier(path)
+    if where not in TIERS:
+        return f"{path.name} is in no tier's folder: put it in one of tests/{{{','.join(TIERS)}}}"
+    for fixture, tiers in NEEDS.items():
+        if fixture in fixtures and where not in tiers:
+            return f"{path.name} uses the {fixture!r} fixture, which only tests/{{{','.join(tiers)}}} may use"
+    return None
 
 
 CHROMIUM_ARGS = [
@@ -180,19 +122,29 @@ def cpu_setting_env(name: str) -> dict[str, str]:
 
 
 def pytest_configure(config):
-    """Registers :class:`NotebookHooks`. ``--measure-coverage``: each process that runs tests (each xdist worker, or
-    pytest alone) measures itself into its own ``.coverage.*`` file, for ``coverage combine``. The processes the
-    tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed, and so do the tests of
-    the tiers (:class:`UnmeasuredTiers`): the unit and property tests cover the package by themselves.
+    """Registers :class:`NotebookHooks`; draws the seed of the sampled sweeps (:mod:`sweeps`) unless
+    ``$GRPO_TEST_SEED`` names one, before the xdist workers start (they inherit it, so all collect the same sample).
+    ``--measure-coverage``: each process that runs tests (each xdist worker, or pytest alone) measures the unit
+    tests into its own ``.coverage.*`` file, for ``coverage combine`` (:class:`UnmeasuredTiers`). The processes the
+    tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed.
     """
     config.pluginmanager.register(NotebookHooks(), "companion-notebooks")
+    os.environ.setdefault(sweeps.SEED, str(secrets.randbits(32)))
     runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
     if config.getoption("measure_coverage") and runs_tests:
         import coverage
 
         config.stash[COVERAGE] = coverage.Coverage(data_suffix=True)
         config.stash[COVERAGE].start()
-        config.pluginmanager.register(UnmeasuredTiers(config, config.stash[COVERAGE]), "companion-unmeasured-tiers")
+        config.pluginmanager.register(UnmeasuredTiers(config.stash[COVERAGE]), "companion-unmeasured-tiers")
+
+
+def pytest_report_header(config):
+    return sweeps.describe()
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(sweeps.describe())
 
 
 def pytest_unconfigure(config):
@@ -203,7 +155,7 @@ def pytest_unconfigure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before the fixtures (the site's server) are set up
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("book"):
+    if tier(item.path) == "site":
         wait_for_the_book()
 
 
@@ -234,19 +186,18 @@ class NotebookHooks:
 
 
 class UnmeasuredTiers:
-    """``--measure-coverage`` measures the tests of ``make check`` (the unit and property tests), which cover the
-    package by themselves: 98 %, one line fewer than with every test measured. A test of a tier (a marker of
-    pyproject.toml: browser, book, homework, nbval) runs unmeasured: its own Python (otter's, Playwright's, nbval's)
-    gains nothing from the tracer and paid for it: tests/test_homework.py took 51 % more CPU-s measured, 4 % now
-    (bench/bench_coverage.py). A plugin, so that it reaches the notebooks' tests in ``notebooks/`` too."""
+    """``--measure-coverage`` measures the unit tests (``make check``), which cover the package by themselves: 98 %,
+    one line fewer than with every test measured. The tests of the other tiers run unmeasured: their own Python
+    (otter's, Playwright's, nbval's) gains nothing from the tracer and paid for it: the homework's build and grading
+    tests took 51 % more CPU-s measured, 4 % unmeasured (bench/bench_coverage.py). A plugin, so that it reaches the
+    notebooks' tests in ``notebooks/`` too."""
 
-    def __init__(self, config, coverage):
+    def __init__(self, coverage):
         self.coverage = coverage
-        self.tiers = [line.split(":")[0] for line in config.getini("markers")]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        if not any(item.get_closest_marker(tier) for tier in self.tiers):
+        if tier(item.path) == "unit":
             return (yield)
         self.coverage.stop()
         try:
@@ -270,25 +221,12 @@ def wait_for_the_book(timeout: float = 900) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tiers (markers registered in pyproject.toml), so that ``make check`` can leave the slow ones out; under
-    xdist, the order of :func:`xdist_order`.
-
-    ``browser``: uses the ``browser`` fixture; ``book``: needs the built site (the ``site`` fixture);
-    ``homework``: the files of HOMEWORK_FILES (otter builds, jails grade); ``nbval``: a notebook's cells.
-    """
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        if "browser" in fixtures:
-            item.add_marker(pytest.mark.browser)
-        if "site" in fixtures:
-            item.add_marker(pytest.mark.book)
-        if item.path.name in HOMEWORK_FILES:
-            item.add_marker(pytest.mark.homework)
-        if item.path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.nbval)
-    if hasattr(config, "workerinput"):  # xdist hands out the work units in the order its workers collected them
-        order = {nodeid: index for index, nodeid in enumerate(xdist_order([item.nodeid for item in items]))}
-        items.sort(key=lambda item: order[item.nodeid])
+    """A test outside its tier's folder (:func:`misplaced`) fails the collection: ``make check`` runs tests/unit
+    alone, so a unit test that needs the built site or a browser would fail there, and one left in tests/ itself
+    would run in no tier's target."""
+    found = {misplaced(item.path, getattr(item, "fixturenames", ())) for item in items} - {None}
+    if found:
+        raise pytest.UsageError("tests outside their tier's folder:\n" + "\n".join(sorted(found)))
 
 
 @pytest.fixture(scope="session")
@@ -312,9 +250,8 @@ def browser():
 def lab_cache(browser):
     """One browser context per test worker for the tabs of the live lab's tests (tests/test_lab_site.py and
     tests/test_lab_accessibility.py): its cache keeps the §11 page's scripts, styles and fonts, compiled, from one
-    tab to the next. Under xdist their tests come in many work units (:func:`xdist_scope`), between which a worker
-    runs other files' tests and closes the module's tab; a tab of its own context started empty each time: the §11
-    page then cost 3.0 CPU-s to load instead of 1.2."""
+    tab to the next, and from one of the two files to the other; a tab of its own context started empty each time:
+    the §11 page then cost 3.0 CPU-s to load instead of 1.2."""
     context = browser.new_context()
     yield context
     context.close()

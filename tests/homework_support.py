@@ -3,6 +3,7 @@ submissions made from it (references, wrong answers, the student notebooks), plu
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import importlib
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -34,14 +36,28 @@ build, grade, leaks, checker, runner, jail = (
 NAMES = build.assignment_names()
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """The temporary folder that every test process of the run shares (each xdist worker has one of its own in it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def machine_memory(tmp_path_factory) -> Iterator[None]:
+    """Held while a test fills the machine's tmpfs and shared memory (tests/homework/test_grading.py's bombs) or
+    measures them machine-wide (the red team's memory test): one such test at a time over the run's processes. A
+    bomb filling its jail's file systems on the other xdist worker failed the memory test (1537 MiB against 1024)."""
+    with FileLock(str(run_folder(tmp_path_factory) / "machine-memory.lock")):
+        yield
+
+
 def shared_dist(tmp_path_factory) -> Path:
     """Every assignment built by ``otter assign``, once per test run: the first test process that asks builds it
     (in that process, one assignment after the other: ``build.assign``) under a file lock in the run's shared
     temporary folder, the others reuse it. Otter's own run of its tests on the solutions notebook (a kernel per
     assignment, most of ``make homework``'s time) is left out: tests/test_grading_clean.py grades every reference
     solution with the zip's own grader, and tests/test_homework.py runs every public test with otter on them."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = run_folder(tmp_path_factory)
     out, done = shared / "homework-dist", shared / "homework-dist.done"
     with FileLock(str(shared / "homework-dist.lock")):
         if not done.exists():

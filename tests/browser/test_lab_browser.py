@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "11-bandit-lab.ipynb"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 JUPYTER = Path(sys.executable).parent / "jupyter"

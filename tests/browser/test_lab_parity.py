@@ -88,7 +88,7 @@ def on_the_baseline_cpu(drawn: list, python: list) -> list:
     """grpo_core's records of the sessions played again, each entry from the state ``python`` recorded before it,
     in a process on the emulated baseline CPU (tests/conftest.py, baseline_cpu_env)."""
     env = {**os.environ, **baseline_cpu_env()}
-    script = Path(__file__).with_name("lab_parity.py")
+    script = Path(__file__).parents[1] / "lab_parity.py"
     done = subprocess.run(
         [sys.executable, script],
         input=json.dumps(list(zip(drawn, python, strict=True))),

@@ -46,6 +46,7 @@ from homework_support import (
     full_marks,
     grade,
     jail,
+    machine_memory,
     notebook,
     outside_state,
     questions,
@@ -653,11 +654,12 @@ def bombed(dist, tmp_path_factory) -> tuple[dict, tuple, tuple]:
     write(with_cell(solved, HUGE_ANSWER), folder / "huge-answer.ipynb")
     _write_zip_bomb(folder / "zip-bomb.zip", "bomb.ipynb", 1500)
     out = tmp_path_factory.mktemp("bomb-grades") / "out"
-    before = outside_state()
     command = ["prlimit", f"--as={16 * 2**30}", "--", "timeout", "900", sys.executable, str(HOMEWORK / "grade.py")]
     command += [str(folder), "--dist", str(dist), "--out", str(out), "--timeout", "20", "--jobs", "2"]
-    subprocess.run(command, check=True, capture_output=True)
-    return sheets(out), before, outside_state()
+    with machine_memory(tmp_path_factory):
+        before = outside_state()
+        subprocess.run(command, check=True, capture_output=True)
+        return sheets(out), before, outside_state()
 
 
 def test_bombs_leave_nothing_behind(bombed):

@@ -40,7 +40,7 @@ from homework_support import (
     write,
 )
 
-pytestmark = [pytest.mark.homework, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 HW1, HW4, HW6 = "hw1-advantages", "hw4-length-bias", "hw6-verifier-groups"
 
 

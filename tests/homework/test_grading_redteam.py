@@ -34,10 +34,10 @@ from pathlib import Path
 import nbformat
 import numpy
 import pytest
-from homework_support import notebook, reference, shared_dist, sheets, with_cell, write
+from homework_support import machine_memory, notebook, reference, shared_dist, sheets, with_cell, write
 from markdown_it import MarkdownIt
 
-pytestmark = [pytest.mark.homework, pytest.mark.timeout(900)]
+pytestmark = pytest.mark.timeout(900)
 HW1 = "hw1-advantages"
 # Answers that know nothing: every array has a leading axis of length 0, which broadcasts against anything.
 EMPTY_ARRAYS = """\
@@ -396,7 +396,9 @@ def _host_ipc_and_shm() -> tuple:
         ("tmpfs-and-rss", [TMPFS_AND_RSS], "over the 2 GiB limit", 3 * 2**28 + 2**28),
     ],
 )
-def test_memory_outside_every_process_is_refused_or_counted(dist, tmp_path, attack, cells, error, kernel_bound):
+def test_memory_outside_every_process_is_refused_or_counted(
+    dist, tmp_path, tmp_path_factory, attack, cells, error, kernel_bound
+):
     """Memory that no process's resident memory shows, 4.5 GiB in all, one cell each in one notebook: 1 GiB in memfd
     files, 1 GiB of System V shared memory left detached, 500 MiB of message queues (the most the namespace allows),
     1 GiB of semaphore sets and 1 GiB of shared memory held by a child that never touched it. Each is refused (EPERM
@@ -416,26 +418,28 @@ def test_memory_outside_every_process_is_refused_or_counted(dist, tmp_path, atta
     for source in cells:
         submission = with_cell(submission, source)
     write(submission, folder / f"{attack}.ipynb")
-    before, baseline, peak, done = (outside_state(), _host_ipc_and_shm()), _kernel_held(), [0], threading.Event()
+    with machine_memory(tmp_path_factory):
+        before, baseline, peak, done = (outside_state(), _host_ipc_and_shm()), _kernel_held(), [0], threading.Event()
 
-    def sample() -> None:
-        while not done.wait(0.02):
-            peak[0] = max(peak[0], _kernel_held() - baseline)
+        def sample() -> None:
+            while not done.wait(0.02):
+                peak[0] = max(peak[0], _kernel_held() - baseline)
 
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
-        _grade_folder(folder, dist, out, timeout=60)
-    finally:
-        done.set()
-        sampler.join()
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        try:
+            _grade_folder(folder, dist, out, timeout=60)
+        finally:
+            done.set()
+            sampler.join()
+        after = (outside_state(), _host_ipc_and_shm())
     row = sheets(out)[f"{attack}.ipynb"]
     print(
         f"{attack}: {row['error'] or 'no error'}, {row['total']} points, the kernel held {peak[0] / 2**20:.0f} MiB more"
     )
     assert float(row["total"]) == (0.0 if error else sum(questions(HW1).values()))
     assert (error in row["error"] if error else row["error"] == "") and peak[0] <= kernel_bound
-    assert (outside_state(), _host_ipc_and_shm()) == before
+    assert after == before
 
 
 # Every call the seccomp filter refuses, tried in a bare jail; then which folders take a file. Printed as JSON.

@@ -28,8 +28,6 @@ NEW = [name for name in build.assignment_names() if int(re.match(r"hw(\d+)-", na
 NEAR_MISSES = tomllib.loads((ROOT / "tests" / "fixtures" / "homework" / "near_misses.toml").read_text())["near_miss"]
 INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
 SECTIONS = {f"§{number}" for number in range(2, 13)}
-# The homework tier (pyproject.toml): `make check` leaves these out, `make test` runs them (about 10 CPU-s).
-pytestmark = pytest.mark.homework
 
 
 def course_map() -> tuple[dict[str, dict], list[dict]]:

@@ -18,7 +18,6 @@ import pytest
 from homework_support import MISTAKES, WRONG, InProcess, build, checker, leaks
 from test_homework_new import NEAR_MISSES, blanked, code_cells
 
-pytestmark = pytest.mark.homework
 MAX_LINES = 6
 STUB = re.compile(r"returned None: finish the function|is still \.\.\.: replace it with your answer")
 TRACE = re.compile(r"Traceback|File \"|Trying:|Expecting|\*{10}|Failed example")

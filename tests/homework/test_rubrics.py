@@ -14,8 +14,6 @@ from homework_support import NAMES, build, grade, shared_dist
 
 records = importlib.import_module("records")  # homework/records.py (homework_support puts homework/ on the path)
 
-pytestmark = pytest.mark.homework
-
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):

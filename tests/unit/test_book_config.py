@@ -20,7 +20,7 @@ import yaml
 
 import grpo_core
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "book"
 sys.path.insert(0, str(BOOK / "_ext"))
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "equations.md"
 SECTION = "## Where each equation shows"
 # | eq. | {py:func}`~grpo_core.module.name` | `module.py`, lines a–b | [§N](../notebooks/NAME.md), “heading” |

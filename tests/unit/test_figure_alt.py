@@ -18,7 +18,7 @@ import pytest
 
 from grpo_core.plotting import titled_svg
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 TITLE = re.compile(r"<svg\b[^>]*>\s*<title>([^<]*)</title>")
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")

@@ -11,7 +11,7 @@ from pathlib import Path
 from sphinx.application import Sphinx
 from sphinx.util.docutils import docutils_namespace
 
-EXTENSIONS = Path(__file__).resolve().parent.parent / "book" / "_ext"
+EXTENSIONS = Path(__file__).resolve().parents[2] / "book" / "_ext"
 
 PAGE = """---
 orphan: true

@@ -7,7 +7,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 STEMS = sorted({path.stem for path in NOTEBOOKS.glob("*.md")} | {path.stem for path in NOTEBOOKS.glob("*.ipynb")})
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from grpo_core.plotting import MAX_WIDTH
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 REPOSITORY = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["repository"]
 BOOK_PAGE = "../book/"  # a link to a page of the book, as a notebook writes it (book/_ext/companion_book/links.py)
