@@ -22,6 +22,9 @@ listings of the API included, in light and dark mode, at 1280 and 390 px (at 390
 whose contrast could differ from 1280 px: AUDIT); every formula's colour has a contrast of 4.5:1 or more with its
 background in both modes (MathJax draws glyphs axe cannot read); every image has alt text that describes it (not a
 file name).
+
+Each run visits the pages of VISITED (a fixed set, and five more drawn afresh: tests/sweeps.py), prints those of
+PRINTED and audits the source listings of AUDITED_SOURCES; `make test-sweeps` does so for every page.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from site_browser import (
     served_errors,
     tab,
 )
+from sweeps import sample
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 from companion_book.repository import PLACEHOLDER
@@ -75,11 +79,26 @@ def toc_pages() -> list[str]:
 
 
 PAGES = [*toc_pages(), *GENERATED_PAGES]
+REFERENCE_PAGES = ("book/intro.html", "book/notation.html", "book/equations.html", "book/api.html")
+# The pages a run visits (each page's checks all come from one visit: :func:`visit`): the reference pages, whose
+# tables are checked too, the core path's first notebook, the live lab and the search page, and four more drawn
+# afresh each run (tests/sweeps.py); `make test-sweeps` visits every page.
+VISITED = sample(PAGES, (*REFERENCE_PAGES, "notebooks/04-group-relative-advantage.html", LAB_PAGE, "search.html"), 4)
+
+
+@pytest.fixture(scope="module")
+def tabs(browser):
+    """The browser context of the ``page`` tabs: the site's scripts, styles and fonts, compiled, stay in its cache
+    from one test to the next (a context of its own per test loaded and compiled MathJax and the theme each time).
+    The first visit's test opens a context of its own."""
+    context = browser.new_context()
+    yield context
+    context.close()
 
 
 @pytest.fixture
-def page(browser):
-    with tab(browser, 1280, 900) as page:
+def page(browser, tabs):
+    with tab(browser, 1280, 900, context=tabs) as page:
         yield page
 
 
@@ -233,7 +252,6 @@ def untypeset_notation(text: str) -> dict[str, list[str]]:
     return found
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_the_build_holds_exactly_the_pages_of_the_table_of_contents():
     assert SITE.is_dir(), f"{SITE} is not built: run `make book` first"
     built = {
@@ -249,7 +267,7 @@ def test_index_forwards_to_the_landing_page(page, site):
     assert page.title().startswith("GRPO Companion")
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", VISITED)
 def test_page_is_complete_and_self_contained(reader, site, name):
     seen = visit(reader, site, name)
     math = seen.math
@@ -275,10 +293,10 @@ def test_the_notation_check_finds_untypeset_notation():
     assert untypeset_notation(prose) == {}
 
 
-def test_every_page_with_math_is_typeset(page, site):
-    """The check above must not pass vacuously: the notation page is full of typeset math."""
-    _open(page, site + "book/notation.html")
-    math = page.evaluate(MATH_STATE)
+def test_every_page_with_math_is_typeset(reader, site):
+    """The check above must not pass vacuously: the notation page (one of REFERENCE_PAGES, which every run visits) is
+    full of typeset math."""
+    math = visit(reader, site, "book/notation.html").math
     assert math["math"] > 50
     assert math["containers"] >= math["math"]
 
@@ -287,7 +305,6 @@ def test_every_page_with_math_is_typeset(page, site):
 TABLE_WIDTH = 1280
 TABLES = """() => [...document.querySelectorAll('article table')]
   .map((t) => [t.scrollWidth, t.parentElement.clientWidth])"""
-REFERENCE_PAGES = ("book/intro.html", "book/notation.html", "book/equations.html", "book/api.html")
 
 
 @pytest.mark.parametrize("name", REFERENCE_PAGES)
@@ -297,7 +314,6 @@ def test_reference_tables_fit_the_page(reader, site, name):
     assert [w for w in widths if w[0] > w[1] + 1] == [], f"tables wider than the text column at {TABLE_WIDTH} px"
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_no_page_links_an_asset_on_another_host():
     """Scripts, stylesheets, fonts and images come from the site, on every page, even ones loaded on demand."""
     asset = re.compile(r"""<(?:script|img|link|source|iframe)\b[^>]*?\b(?:src|href)=["']((?:https?:)?//[^"']+)""", re.I)
@@ -396,7 +412,7 @@ LAYOUT = """async () => {
 
 
 @pytest.mark.parametrize("width", [WIDE, NARROW])
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", VISITED)
 def test_nothing_is_wider_than_the_text_column(reader, site, name, width):
     """Tables, outputs, code cells and math fit the column or scroll inside their own box; the page never scrolls
     sideways. On a laptop, code cells fit without scrolling (notebook code is at most 88 columns)."""
@@ -407,7 +423,7 @@ def test_nothing_is_wider_than_the_text_column(reader, site, name, width):
         assert layout["scrollingCode"] == [], "code cells that scroll sideways on a laptop (longest line shown)"
 
 
-@pytest.mark.parametrize("name", toc_pages())
+@pytest.mark.parametrize("name", [name for name in VISITED if name in toc_pages()])
 def test_no_page_scrolls_sideways_at_any_width(reader, site, name):
     """From a small phone to a large monitor, the page is never wider than the window."""
     wide = {width: scroll for width, (scroll, inner) in visit(reader, site, name).overflow.items() if scroll > inner}
@@ -521,7 +537,7 @@ def too_small_text(figures: list[dict], inline: list) -> dict[str, list[tuple[st
     return too_small
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", VISITED)
 def test_figure_text_is_legible_at_the_column_width(reader, site, name):
     seen = visit(reader, site, name)
     for figure in seen.figures:
@@ -534,7 +550,7 @@ def test_figure_text_is_legible_at_the_column_width(reader, site, name):
     )
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", VISITED)
 def test_figure_text_is_legible_on_a_phone(reader, site, name):
     """At 390 px a figure is not scaled down with the column (its text would be 5 to 7 px): it keeps the size it
     was drawn at and scrolls sideways in a box of its own (test_nothing_is_wider_than_the_text_column allows it,
@@ -574,7 +590,8 @@ KEY_TERMS = {
 }
 
 
-@pytest.mark.parametrize("term", KEY_TERMS)
+# Two terms, and three more drawn afresh each run (tests/sweeps.py); `make test-sweeps` searches for every term.
+@pytest.mark.parametrize("term", sample(KEY_TERMS, ("zero variance", "clip"), 3))
 def test_search_lists_the_defining_section_first(reader, site, term):
     reader.set_viewport_size({"width": 1280, "height": 900})
     log = _open(reader, site + "search.html?q=" + quote_plus(term))
@@ -633,9 +650,11 @@ CUT_CODE_LINES = """() => {
   return cut;
 }"""
 NOTEBOOK_PAGES = [name for name in PAGES if name.startswith("notebooks/")]
+# §6 (the widest code), and two more drawn afresh each run; `make test-sweeps` prints every notebook page.
+PRINTED = sample(NOTEBOOK_PAGES, ("notebooks/06-clipped-surrogate-and-kl.html",), 2)
 
 
-@pytest.mark.parametrize("name", NOTEBOOK_PAGES)
+@pytest.mark.parametrize("name", PRINTED)
 def test_printing_a_notebook_page_cuts_no_line_of_code(page, site, name):
     """Printed, a code cell or output that is wider than the paper wraps instead of losing its end at the edge."""
     page.set_viewport_size({"width": PAPER_WIDTH, "height": 1000})
@@ -708,7 +727,6 @@ def test_no_landmark_is_empty(page, site):
 # --- The first visit ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_every_page_names_the_site_icon():
     """A page without <link rel="icon"> makes the browser ask for /favicon.ico, which the site does not have."""
     pages = [p for p in SITE.rglob("*.html") if not p.relative_to(SITE).parts[0].startswith("_")]
@@ -717,15 +735,16 @@ def test_every_page_names_the_site_icon():
     assert without == []
 
 
-def test_the_first_visit_requests_nothing_missing(page, site):
+def test_the_first_visit_requests_nothing_missing(browser, site):
     LoggingHandler.served.clear()
-    page.goto(site)
-    page.wait_for_url(site + toc_pages()[0])
-    page.wait_for_load_state("networkidle")
-    page.wait_for_function("() => document.fonts.status === 'loaded'")
-    deadline = time.monotonic() + 10  # the browser asks for the icon on its own, after the page has loaded
-    while not any("favicon" in path for path, _ in LoggingHandler.served) and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
+    with tab(browser, 1280, 900) as page:  # a context of its own: nothing cached
+        page.goto(site)
+        page.wait_for_url(site + toc_pages()[0])
+        page.wait_for_load_state("networkidle")
+        page.wait_for_function("() => document.fonts.status === 'loaded'")
+        deadline = time.monotonic() + 10  # the browser asks for the icon on its own, after the page has loaded
+        while not any("favicon" in path for path, _ in LoggingHandler.served) and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
     assert any("favicon" in path for path, _ in LoggingHandler.served), "the browser never asked for the icon"
     assert served_errors() == []
 
@@ -1030,10 +1049,15 @@ SOURCE_PAGES = [
 ]
 
 
-@pytest.mark.parametrize("name", [*PAGES, *SOURCE_PAGES])
+# The source listings a run audits: their index and the lab's widget (the longest), and three more drawn afresh each
+# run; `make test-sweeps` audits every listing.
+AUDITED_SOURCES = sample(SOURCE_PAGES, ("_modules/index.html", "_modules/grpo_core/lab/widget.html"), 3)
+
+
+@pytest.mark.parametrize("name", [*VISITED, *AUDITED_SOURCES])
 def test_axe_finds_no_wcag_violation(reader, site, name):
     """WCAG 2.1 A and AA as axe-core checks them: 0 violations on every page, light and dark, 1280 and 390 px."""
-    audited = visit(reader, site, name).axe if name in PAGES else audit(reader, site, name)
+    audited = visit(reader, site, name).axe if name in VISITED else audit(reader, site, name)
     found = {f"{scheme} {width}px": rules for (scheme, width), rules in audited.items() if rules}
     assert found == {}, "axe-core's violations: {rule: [(element, what fails)]}, by colour scheme and width"
 
@@ -1108,7 +1132,6 @@ def problems_on_built_pages(check) -> dict[str, list[str]]:
     return {page: problems for page, problems in found.items() if problems}
 
 
-@pytest.mark.book  # reads the built site, without the site fixture that marks the others
 def test_every_image_says_what_it_shows():
     missing = problems_on_built_pages(alt_problems)
     assert missing == {}, "images whose alt text is missing, empty or a file path"
@@ -1123,7 +1146,6 @@ def source_link_names(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", link).strip() for link in SOURCE_LINK.findall(html)]
 
 
-@pytest.mark.book  # reads the built site
 def test_every_source_link_names_what_it_opens():
     """A screen reader's list of links shows each link by its name alone: 66 links named "[source]" on one page
     cannot be told apart. Each says whose source it opens ("[source] of BanditTrainer.start")."""
@@ -1176,7 +1198,6 @@ def heading_name_problems(html: str) -> list[str]:
     return problems
 
 
-@pytest.mark.book  # reads the built site, like the image check
 def test_every_heading_is_named_by_all_it_shows():
     found = problems_on_built_pages(heading_name_problems)
     assert found == {}, "headings whose name (screen reader, 'On this page') is not what they show"
