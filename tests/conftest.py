@@ -2,7 +2,6 @@
 outputs, and a real browser."""
 
 import os
-import secrets
 import shutil
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ settings.register_profile("companion", derandomize=True, deadline=None, print_bl
 settings.load_profile("companion")
 
 # Widget views carry a random model_id on every run; what they show is tested
-# in-process (tests/test_lab.py) and in a real browser instead.
+# in-process (tests/unit/test_lab.py) and in a real browser instead.
 NBVAL_SKIPPED_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript")
 
 # The tiers: a test's tier is the folder it is in (README, "Tests"), and the notebooks' cells are nbval's.
@@ -129,7 +128,7 @@ def pytest_configure(config):
     tests start (notebook kernels, otter, the grading sandbox) run unmeasured, at full speed.
     """
     config.pluginmanager.register(NotebookHooks(), "companion-notebooks")
-    os.environ.setdefault(sweeps.SEED, str(secrets.randbits(32)))
+    sweeps.seed()
     runs_tests = hasattr(config, "workerinput") or not config.getoption("numprocesses", None)
     if config.getoption("measure_coverage") and runs_tests:
         import coverage
@@ -248,8 +247,8 @@ def browser():
 
 @pytest.fixture(scope="session")
 def lab_cache(browser):
-    """One browser context per test worker for the tabs of the live lab's tests (tests/test_lab_site.py and
-    tests/test_lab_accessibility.py): its cache keeps the §11 page's scripts, styles and fonts, compiled, from one
+    """One browser context per test worker for the tabs of the live lab's tests (tests/site/test_lab_site.py and
+    tests/site/test_lab_accessibility.py): its cache keeps the §11 page's scripts, styles and fonts, compiled, from one
     tab to the next, and from one of the two files to the other; a tab of its own context started empty each time:
     the §11 page then cost 3.0 CPU-s to load instead of 1.2."""
     context = browser.new_context()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
 from collections.abc import Iterable, Sequence
 
 SEED = "GRPO_TEST_SEED"
@@ -25,12 +26,17 @@ def sample(cases: Iterable, fixed: Sequence, size: int) -> list:
     if os.environ.get(EVERY_CASE) == "1":
         return cases
     rest = [case for case in cases if case not in fixed]
-    drawn = random.Random(int(os.environ[SEED])).sample(rest, min(size, len(rest)))
+    drawn = random.Random(seed()).sample(rest, min(size, len(rest)))
     return [case for case in cases if case in fixed or case in drawn]
+
+
+def seed() -> int:
+    """The run's seed: ``$GRPO_TEST_SEED``, drawn and set there first if it is not set (for the processes this one
+    starts, the xdist workers among them)."""
+    return int(os.environ.setdefault(SEED, str(secrets.randbits(32))))
 
 
 def describe() -> str:
     if os.environ.get(EVERY_CASE) == "1":
         return f"sweeps: every case ({EVERY_CASE}=1)"
-    seed = os.environ[SEED]
-    return f"sweeps: fixed cases + a sample drawn from {SEED}={seed} (set it to replay; {EVERY_CASE}=1: every case)"
+    return f"sweeps: fixed cases + a sample drawn from {SEED}={seed()} (set it to replay; {EVERY_CASE}=1: every case)"
