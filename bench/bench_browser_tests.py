@@ -14,7 +14,7 @@ process, so the kinds add up to a little less than the total.
 The CPU time is the number to compare on a shared machine: the wall time grows with the load, so the machine's
 busy CPU-seconds over the run (``/proc/stat``, every process of the machine) are printed too; their excess over the
 tree's is other work. ``make book`` first (the site's tests read ``_build/html``).
-Run: ``.venv/bin/python bench/bench_browser_tests.py [-k EXPR] [tests/test_lab_site.py ...]``.
+Run: ``.venv/bin/python bench/bench_browser_tests.py [-k EXPR] [tests/site/test_lab_site.py ...]``.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = (
-    "tests/test_site.py",
-    "tests/test_lab_site.py",
-    "tests/test_lab_accessibility.py",
-    "tests/test_lab_parity.py",
-    "tests/test_lab_browser.py",
-    "tests/test_jupyterlab_reader.py",
+    "tests/site/test_site.py",
+    "tests/site/test_lab_site.py",
+    "tests/site/test_lab_accessibility.py",
+    "tests/browser/test_lab_parity.py",
+    "tests/browser/test_lab_browser.py",
+    "tests/browser/test_jupyterlab_reader.py",
 )
 PR_SET_CHILD_SUBREAPER = 36
 SAMPLE_S = 0.5

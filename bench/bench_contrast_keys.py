@@ -1,4 +1,5 @@
-"""Whether the site audit may decide a contrast key once (CONTRAST_KEYS, tests/test_site.py), checked on every page.
+"""Whether the site audit may decide a contrast key once (CONTRAST_KEYS, tests/site/test_site.py), checked on every
+page.
 
 On every page of the built site (those of the table of contents and the source listings), at 1280 and 390 px, light
 and dark, axe-core's color-contrast runs on every element, and each element it measures (a pass or a violation, with
@@ -20,6 +21,7 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "site"))
 import test_site
 from conftest import CHROMIUM_ARGS
 from site_browser import serve_site

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["tests/test_fuzz.py", "tests/test_lab_site.py", "tests/test_homework.py"]
+DEFAULT = ["tests/unit/test_fuzz.py", "tests/site/test_lab_site.py", "tests/homework/test_homework.py"]
 
 
 def cpu_seconds(test_file: str, *options: str) -> float:

@@ -32,7 +32,8 @@ seconds = time.process_time() - started
 grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
 print(json.dumps([len(line) / 2**20, seconds, grown, outcome]))
 """
-# 9 pairs of ints whose tuples share one hash (found as tests/test_grading_limits.py's COLLIDING_PAIRS finds them).
+# 9 pairs of ints whose tuples share one hash (found as tests/homework/test_grading_limits.py's COLLIDING_PAIRS finds
+# them).
 PAIRS = [(17, 1145218961733567401), (20, 455069486320687213), (23, 80198531058199674), (24, 2133464737256092579),
          (27, 1443315261843212391), (30, 1068444306580724852), (58, 589858043124784403), (61, 214987087862296864),
          (62, 2268253294060189769)]  # fmt: skip

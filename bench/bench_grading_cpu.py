@@ -33,12 +33,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [
-    "tests/test_homework.py",
-    "tests/test_homework_new.py",
-    "tests/test_public_checks.py",
-    "tests/test_grading.py",
-    "tests/test_grading_redteam.py",
-    "tests/test_grading_clean.py",
+    "tests/homework/test_homework.py",
+    "tests/homework/test_homework_new.py",
+    "tests/homework/test_public_checks.py",
+    "tests/homework/test_grading.py",
+    "tests/homework/test_grading_redteam.py",
+    "tests/homework/test_grading_clean.py",
 ]
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 # As `make test` runs (its Makefile unexports PYTHONDONTWRITEBYTECODE): Python keeps the bytecode it compiles.

@@ -29,6 +29,8 @@ from playwright.sync_api import sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(0, str(ROOT / "tests" / "site"))
 from conftest import CHROMIUM_ARGS  # noqa: E402
 from test_lab_browser import (  # noqa: E402
     SERVER_START_S,

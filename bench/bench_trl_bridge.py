@@ -2,7 +2,7 @@
 
 Parts: importing ``grpo_core.sequence.trl_bridge`` (TRL, transformers, datasets; in a
 fresh interpreter), the 6-step training run of the notebook, and one 2-step run
-per flipped setting (the notebook runs 7, ``tests/test_trl_bridge.py`` 12).
+per flipped setting (the notebook runs 7, ``tests/unit/test_trl_bridge.py`` 12).
 Whole: the notebook executed top to bottom by ``jupytext --execute``, kernel
 start included, as ``make notebooks`` does. Wall time depends on the load of
 the machine; CPU time (user + system, this process and its children) much less.

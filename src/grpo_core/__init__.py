@@ -43,8 +43,8 @@ from ``grpo_core`` itself.
 Contract
 --------
 What every public function and class of the package promises, and what
-``tests/test_fuzz.py``, ``tests/test_contract.py`` and
-``tests/test_formula_options.py`` enforce.
+``tests/unit/test_fuzz.py``, ``tests/unit/test_contract.py`` and
+``tests/unit/test_formula_options.py`` enforce.
 
 **The range.** Every array entry (rewards, log-probabilities, logits, ratios,
 advantages) and every real knob (ε, β, lr, …) is a finite number of magnitude

@@ -29,7 +29,7 @@ their last digits, and still fails when a curve moves by 1 % of its axis.
 
 In a figure's math, write the expectation sign as ``\mathrm{𝔼}``, never ``\mathbb{E}``: mathtext draws
 ``\mathbb`` and ``\mathcal`` letters from private-use code points of its STIXNonUnicode font, which the SVG keeps as
-text and no reader's font has (an empty box); DejaVu Sans has 𝔼 (U+1D53C). ``tests/test_figure_alt.py`` rejects a
+text and no reader's font has (an empty box); DejaVu Sans has 𝔼 (U+1D53C). ``tests/unit/test_figure_alt.py`` rejects a
 stored figure that uses a private-use code point.
 
 Matplotlib is imported when a function here is called, never by

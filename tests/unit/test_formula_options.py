@@ -213,7 +213,7 @@ def test_sequence_ratio_rejects_bad_input_by_name():
         sequence_importance_ratio(np.zeros((2, 3)), ok, torch.ones(2, 3))
 
 
-# -- the token loss against TRL: tests/test_production_formulas.py calls TRL's own _compute_loss over every option
+# -- the token loss against TRL: tests/unit/test_production_formulas.py calls TRL's own _compute_loss over every option
 # (test_trl_compute_loss_equals_grpo_token_loss); no transcription of it is kept here.
 
 

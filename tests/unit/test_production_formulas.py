@@ -30,7 +30,7 @@ def trl_advantages(rewards, num_generations, scale_rewards="group"):
 
     Transcribed: these lines sit in the middle of the generation method, which
     cannot run without a model. It calls TRL's real ``nanstd`` (Bessel-corrected).
-    The real trainer's advantages are checked in ``tests/test_trl_bridge.py``.
+    The real trainer's advantages are checked in ``tests/unit/test_trl_bridge.py``.
     """
     from trl.trainer.utils import nanstd  # TRL takes 4 s to import: only the tests that call it pay that
 

@@ -3,7 +3,7 @@
 A figure cell writes its alt text from the numbers it plots (``grpo_core.plotting.describe``), and the inline SVG
 it stores starts with that text as its ``<title>``. myst-nb writes the SVG to a file and shows it as an ``<img>``,
 whose ``alt`` only a cell's hand-written metadata could set: this makes each such image's ``alt`` its SVG's title,
-so that the page says what the figure draws, and nothing typed beside it (``tests/test_site.py`` checks that every
+so that the page says what the figure draws, and nothing typed beside it (``tests/site/test_site.py`` checks that every
 figure of the site has it).
 """
 

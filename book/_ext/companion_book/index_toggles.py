@@ -3,7 +3,7 @@
 Sphinx's ``domainindex.html`` (the module index, ``py-modindex.html``) draws the
 toggle that shows or hides a package's submodules as an image with the alt
 text "-", which a screen reader reads as "minus" or "dash" (WCAG 1.1.1;
-``tests/test_site.py`` rejects alt text that does not describe the image). The
+``tests/site/test_site.py`` rejects alt text that does not describe the image). The
 written page gets a description instead.
 """
 

@@ -22,7 +22,7 @@ the loss is a logistic regression in θ, convex), and :math:`\frac{d}{dh}[-\log\
 .. math:: \nabla_\theta\mathcal L_\mathrm{DPO} = -\beta\,\sigma(-h)\,(e_{y_w} - e_{y_l}):
 
 each pair moves probability from the rejected to the chosen arm, weighted by
-how wrong the current implicit reward still ranks them. ``tests/test_dpo.py``
+how wrong the current implicit reward still ranks them. ``tests/unit/test_dpo.py``
 checks this against torch autograd.
 
 If the pairs are labelled by a Bradley–Terry model with temperature τ,

@@ -25,7 +25,7 @@ Together, with :math:`c_i = [\text{not clipped}]\,\hat A_i r_i - \beta(1-\rho_i)
 .. math:: \nabla_\theta \mathcal J_\mathrm{GRPO} = \frac1G \sum_i c_i\,(e_{a_i} - \pi_\theta)
           = \frac1G\Big(\sum_i c_i e_{a_i} - \pi_\theta \sum_i c_i\Big).
 
-``tests/test_bandit.py`` checks this against torch autograd of
+``tests/unit/test_bandit.py`` checks this against torch autograd of
 :func:`grpo_core.objective.grpo_objective`.
 """
 

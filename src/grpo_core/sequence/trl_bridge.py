@@ -13,7 +13,7 @@ advantages, eqs. 6–9 for the loss, clip fractions and KL) and
 The TRL release it was verified against, and the lines of TRL it mirrors, are
 on the book's "Production formulas" page. Importing this module imports TRL: it is the "practice" tier
 (``requirements-practice.txt``), used by ``notebooks/13-from-companion-to-trl``
-and ``tests/test_trl_bridge.py``.
+and ``tests/unit/test_trl_bridge.py``.
 """
 
 from __future__ import annotations
