@@ -32,12 +32,12 @@ class SeedEndings:
 
     @property
     def one_hot(self) -> np.ndarray:
-        """Per seed: does one answer hold π to six decimals (:data:`ONE_HOT_TOLERANCE`)?"""
+        """Whether one answer holds π to six decimals (:data:`ONE_HOT_TOLERANCE`), one flag per seed."""
         return self.probs.max(axis=1) > 1 - ONE_HOT_TOLERANCE
 
     @property
     def onto(self) -> np.ndarray:
-        """Per seed: the index of the answer π favours most at the end."""
+        """The index of the answer π favours most at the end, one per seed."""
         return self.probs.argmax(axis=1)
 
 
