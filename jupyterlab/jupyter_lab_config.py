@@ -18,7 +18,11 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
   saved in the notebook format, it would gain a jupytext header, and
   JupyterLab's autosave would save it two minutes after it was opened.
   JupyterLab neither autosaves a read-only document nor saves it on Ctrl+S
-  (it offers *Save As*); in the text editor the page stays writable.
+  (it offers *Save As*); in the text editor the page stays writable. A page
+  names no kernel, and JupyterLab's notebook model writes an empty kernelspec
+  and language_info into such a notebook the first time anything reads it,
+  which marked the page modified as soon as it opened and made closing it ask
+  to save: the page arrives with them (``NO_KERNEL``).
 * ``overrides.json`` (this folder is JupyterLab's application settings
   folder) turns the news pop-up off and makes ``.md`` open as a notebook;
   the reader's own settings still take precedence.
@@ -46,6 +50,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
+# What JupyterLab's notebook model (4.6, NotebookModel.toJSON) writes into a notebook that names no kernel, the first
+# time anything reads the model: a book page arrives with it already, so that first read changes nothing.
+NO_KERNEL = {"kernelspec": {"name": "", "display_name": ""}, "language_info": {"name": ""}}
+
+
 class ProjectContents(AsyncTextFileContentsManager):
     """Jupytext's contents manager, with the book's pages read-only as notebooks."""
 
@@ -53,6 +62,8 @@ class ProjectContents(AsyncTextFileContentsManager):
         model = await super().get(path, content=content, type=type, format=format, **kwargs)
         if model["type"] == "notebook" and path.strip("/").startswith("book/"):
             model["writable"] = False
+            if content:
+                model["content"].metadata.update(NO_KERNEL)
         return model
 
 

@@ -21,6 +21,7 @@ section     chapter    idea                                             where
 §8                     RLOO, PPO, DPO and Dr. GRPO on the same bandit   ``bandit.BanditRLOO``, ``bandit.BanditPPO``,
                                                                         ``bandit.BanditDPO``
 §8                     comparable runs over seeds                       ``bandit.run_seeds``
+§6, §11                k3's overshoot and freeze from a sharpened π     ``bandit.sharpened_runs``
 §9                     zero-variance groups, std floor, noisy rewards   ``bandit.PromptSetGRPO``
 §10                    token-level loss (torch)                         ``token_loss.grpo_token_loss``
 §10                    GRPO on a tiny GRU policy (torch)                ``sequence.SequenceGRPO``
@@ -151,6 +152,7 @@ from grpo_core.bandit.failure_modes import PromptSetGRPO, noisy_reward_model, ve
 from grpo_core.bandit.ppo import BanditPPO, PPOConfig, fit_value, kl_penalized_rewards, ppo_advantages
 from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, rloo_gradient
 from grpo_core.bandit.runs import RunHistory, run_seeds, track
+from grpo_core.bandit.sharpened import SeedEndings, sharpened_runs
 from grpo_core.clipping import (
     clip_fractions,
     clip_masks,
@@ -176,6 +178,7 @@ __all__ = [
     "PromptSetGRPO",
     "RLOOConfig",
     "RunHistory",
+    "SeedEndings",
     "StepResult",
     "categorical_kl",
     "centered_rewards",
@@ -212,6 +215,7 @@ __all__ = [
     "run_seeds",
     "sample_group",
     "sequence_importance_ratio",
+    "sharpened_runs",
     "softmax",
     "state_value",
     "std_floor_advantages",

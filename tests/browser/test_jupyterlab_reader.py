@@ -231,6 +231,7 @@ BOOK_PAGE_SHOWN = f"""() => {{
     math: panel.querySelectorAll('.katex').length,
     raw: (text.match(/[:{{]\\w+[}}:]|;sd-|1\\.2em/g) || []),
     dialog: document.querySelector('.jp-Dialog')?.innerText ?? null,
+    modified: !!document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.jp-mod-current.jp-mod-dirty'),
   }};
 }}"""
 # jupyterlab-myst's errors: JupyterLab's cell toolbar reading a rendered Markdown cell that jupyterlab-myst draws
@@ -297,6 +298,17 @@ def close_notebook(page) -> None:
     raise AssertionError("JupyterLab kept asking what to keep")
 
 
+def close_shown(page) -> None:
+    """File → Close Tab on the tab shown; fail if JupyterLab asks anything (such as whether to save it)."""
+    count = page.locator(".jp-NotebookPanel").count()
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").first.click()
+    page.locator('.lm-Menu-item[data-command="application:close"]').click()
+    closed = f"""() => document.querySelector('.jp-Dialog') ? 'dialog'
+      : document.querySelectorAll('.jp-NotebookPanel').length < {count} && 'closed'"""
+    if page.wait_for_function(closed, timeout=60_000).json_value() == "dialog":
+        raise AssertionError(f"closing asked: {page.locator('.jp-Dialog').inner_text()}")
+
+
 def listen(page, on_console, on_error) -> None:
     page.on("console", on_console)
     page.on("pageerror", on_error)
@@ -352,11 +364,13 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, reader_tab)
         page.locator(".jp-Dialog button", has_text="No Kernel").click()
         page.wait_for_selector(".jp-Dialog", state="detached")
         page.wait_for_function(BOOK_PAGE_SHOWN, timeout=SERVER_START_S * 1000)
+        page.evaluate(IDLE)  # whatever reads the page's model once it is drawn has read it
         book_page = page.evaluate(BOOK_PAGE_SHOWN)
         page.screenshot(path=SCREENSHOTS / "jupyterlab-reader-book-page.png")
         page.locator(f"{SHOWN} .jp-MarkdownCell").first.click()
         page.keyboard.press("Control+s")  # refused: the page is read-only as a notebook (git status stays clean)
         page.get_by_text("is read-only").first.wait_for(timeout=SERVER_START_S * 1000)
+        close_shown(page)  # a page only read asks nothing on close
         close_notebook(page)
     except BaseException:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -373,6 +387,7 @@ def test_open_run_save_and_close_leaves_git_clean(reader_lab, clone, reader_tab)
     assert outputs > 10, "Run All produced the notebook's outputs"
     assert len(links) >= 5, f"the notebooks' links were not rendered: {links}"
     assert book_page["dialog"] is None, f"a book page asked: {book_page['dialog']}"
+    assert not book_page["modified"], "a book page only opened is marked modified"
     assert book_page["headings"][0] == "GRPO Companion" and book_page["math"] > 0, f"not the page: {book_page}"
     assert not book_page["raw"], f"the book page shows MyST markup as text: {book_page['raw']}"
     broken = [link for link in links if link["status"] not in (None, 200)]

@@ -341,6 +341,10 @@ VALID = {
         dict(make_trainer=lambda seed: grpo_core.BanditGRPO(seed=seed), steps=2, seeds=[0, 1]),
     ),
     "bandit.runs.track": (grpo_core.track, dict(trainer=grpo_core.BanditGRPO(), steps=2)),
+    "bandit.sharpened.sharpened_runs": (
+        grpo_core.sharpened_runs,
+        dict(probs=[0.01, 0.01, 0.97, 0.01], beta=0.2, seeds=[0, 1], steps=2),
+    ),
 }
 
 NOT_NUMBERS = [None, "0.5", b"1", {}, object()]
@@ -501,6 +505,7 @@ ONE_ARGUMENT_CASES = {qualname: one_argument_cases(kwargs) for qualname, (_, kwa
 def test_every_public_function_has_a_valid_call():
     public = {name.removeprefix("grpo_core.") for name in CALLABLES} - {
         "bandit.runs.RunHistory",
+        "bandit.sharpened.SeedEndings",
         "bandit.grpo.StepResult",
     }
     public -= {"bandit.trainer.BanditTrainer"}  # abstract: its arguments are checked through the four subclasses

@@ -31,6 +31,7 @@ SECTIONS = {
     "08-ppo-rloo-dpo": "§8",
     "09-failure-modes": "§9",
     "10-token-level-grpo": "§10",
+    "11-bandit-lab": "§11",
     "12-worked-example": "§12",
 }
 # spans where raw notation is fine: inline code, math, roles, link targets

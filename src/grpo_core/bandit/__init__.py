@@ -14,6 +14,7 @@ module                                         what it holds
 :mod:`~grpo_core.bandit.dpo`                   DPO on offline preference pairs (§8)
 :mod:`~grpo_core.bandit.failure_modes`         §9's toys: binary and noisy rewards, GRPO over a prompt set
 :mod:`~grpo_core.bandit.runs`                  learning curves of any trainer, over seeds (§8)
+:mod:`~grpo_core.bandit.sharpened`             GRPO from a sharpened π over seeds (§6, §11)
 =============================================  ==================================================
 """
 
@@ -58,6 +59,7 @@ from grpo_core.bandit.policy_gradient import expected_policy_gradient, reinforce
 from grpo_core.bandit.ppo import BanditPPO, PPOConfig, PPOStep, fit_value, kl_penalized_rewards, ppo_advantages
 from grpo_core.bandit.rloo import BanditRLOO, RLOOConfig, RLOOStep, rloo_gradient
 from grpo_core.bandit.runs import RunHistory, run_seeds, track
+from grpo_core.bandit.sharpened import SeedEndings, sharpened_runs
 from grpo_core.bandit.trainer import BanditTrainer
 
 __all__ = [
@@ -79,6 +81,7 @@ __all__ = [
     "RLOOConfig",
     "RLOOStep",
     "RunHistory",
+    "SeedEndings",
     "StepResult",
     "check_actions",
     "check_rng",
@@ -103,6 +106,7 @@ __all__ = [
     "run_seeds",
     "sample_group",
     "score",
+    "sharpened_runs",
     "softmax",
     "state_value",
     "track",
