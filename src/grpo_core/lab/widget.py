@@ -7,7 +7,8 @@ with is assigned to the view (:mod:`grpo_core.lab.view`, an anywidget): one mess
 from it in the browser in the same frame (``bench/bench_lab_jupyterlab.py``). It computes no formula and writes no
 number: the controller's formatter does.
 
-The controls are built from :mod:`grpo_core.lab.spec`, the definition the site's lab reads too.
+The controls (:mod:`grpo_core.lab.controls`) are built from :mod:`grpo_core.lab.spec`, the definition the site's
+lab reads too.
 ``import grpo_core.lab`` does not import ipywidgets, anywidget or V8: they are imported when a lab is built.
 """
 
@@ -20,36 +21,12 @@ import numpy as np
 from grpo_core._validate import nonnegative, positive_int, seed_value
 from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
 from grpo_core.bandit.env import ACTION_NAMES, CHAPTER_REWARDS
+from grpo_core.lab import controls
 from grpo_core.lab.host import Controller, Group
-from grpo_core.lab.spec import (
-    ACTIONS,
-    KNOBS,
-    LIMITS,
-    PALETTE,
-    TITLE,
-    TOP_ACTION,
-    WORDS,
-    sharpen_minimum,
-    sharpen_start,
-    subtitle,
-)
+from grpo_core.lab.spec import KNOBS, LIMITS, PALETTE, TOP_ACTION
 from grpo_core.lab.view import view_class
 
 LIGHT = {name: light for name, (light, _) in PALETTE.items()}  # the lab's colours, as the views draw them
-SHARPEN = LIMITS["sharpen_prob"]
-
-
-# ----------------------------------------------------------------------------- the lab
-
-
-CONTROL_WIDTH = "298px"
-LABEL_STYLE = {"description_width": "104px"}
-
-
-def _classed(widget, css: str):
-    """``widget`` with the CSS class ``css`` (what the lab's stylesheet and the tests select on)."""
-    widget.add_class(css)
-    return widget
 
 
 class BanditLab:
@@ -90,10 +67,28 @@ class BanditLab:
         self.best = int(np.argmax(self.run.reward_table))
         self.frame_delay = nonnegative(frame_delay, "frame_delay")
         self.controller = Controller(self.run, positive_int(ledger_length, "ledger_length"))
-        self._build(widgets)
+        self.view = view_class()()
+        self.view.add_class("grpo-lab-views")
+        built = controls.build(
+            widgets,
+            self.view,
+            config=self.run.config,
+            seed=self.run.seed,
+            names=self.names,
+            rewards=self.run.reward_table,
+            configure=self._configure,
+            press=lambda name: self.run_steps() if name == "run" else getattr(self, name)(),
+        )
+        self.knobs, self.buttons, self.widget = built.knobs, built.buttons, built.widget
+        self.seed, self.steps = built.seed, built.steps
+        self.sharpen_action, self.sharpen_prob = built.sharpen_action, built.sharpen_prob
+        self.group_size, self.eps, self.beta = self.knobs["group_size"], self.knobs["eps_low"], self.knobs["beta"]
+        self.lr, self.inner_epochs, self.advantage = (
+            self.knobs["lr"],
+            self.knobs["inner_epochs"],
+            self.knobs["advantage"],
+        )
         self._render()
-
-    # -- construction ------------------------------------------------------
 
     @staticmethod
     def _check_config(config: GRPOConfig) -> None:
@@ -108,145 +103,6 @@ class BanditLab:
                 )
         if config.eps_high is not None and config.eps_high != config.eps_low:
             raise ValueError("run.config.eps_high must be None (the lab's ε slider is a symmetric clip)")
-
-    def _build(self, widgets) -> None:
-        """The controls (ipywidgets), the one widget that draws every view, and their layout."""
-        self._build_knobs(widgets)
-        self._build_buttons(widgets)
-        self.view = view_class()()
-        self.view.add_class("grpo-lab-views")
-        self.widget = self._layout(widgets)
-
-    def _build_knobs(self, widgets) -> None:
-        """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS` (``self.group_size``, ``self.eps``, ...),
-        each change going through :meth:`_configure`; the seed, N steps and *Sharpen π*'s fields."""
-        config, wide = self.run.config, widgets.Layout(width=CONTROL_WIDTH)
-        self.knobs = {}
-        for knob in KNOBS:
-            if knob.options is not None:
-                widget = widgets.ToggleButtons(
-                    options=knob.options,
-                    value=getattr(config, knob.name),
-                    style={"button_width": "92px"},
-                    layout=wide,
-                )
-            else:
-                widget = (widgets.IntSlider if knob.integer else widgets.FloatSlider)(
-                    value=getattr(config, knob.name),
-                    min=knob.minimum,
-                    max=knob.maximum,
-                    step=knob.step,
-                    description=knob.label,
-                    continuous_update=False,
-                    style=LABEL_STYLE,
-                    layout=wide,
-                    **({} if knob.integer else {"readout_format": f".{knob.digits}f"}),
-                )
-            widget.observe(lambda change, name=knob.name: self._configure(name, change["new"]), names="value")
-            self.knobs[knob.name] = _classed(widget, f"grpo-lab-{knob.name.replace('_', '-')}")
-        self.group_size, self.eps, self.beta = self.knobs["group_size"], self.knobs["eps_low"], self.knobs["beta"]
-        self.lr, self.inner_epochs, self.advantage = (
-            self.knobs["lr"],
-            self.knobs["inner_epochs"],
-            self.knobs["advantage"],
-        )
-        self.seed = _classed(
-            widgets.Text(value=str(self.run.seed), description=WORDS["seed"], style=LABEL_STYLE, layout=wide),
-            "grpo-lab-seed",
-        )
-        self.sharpen_action = _classed(
-            widgets.Dropdown(
-                options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(self.names))],
-                value=sharpen_start(len(self.names)),
-                description=WORDS["sharpen_action"],
-                style=LABEL_STYLE,
-                layout=wide,
-            ),
-            "grpo-lab-sharpen-action",
-        )
-        self.sharpen_prob = _classed(
-            widgets.FloatSlider(
-                value=SHARPEN["default"],
-                min=sharpen_minimum(len(self.names)),
-                max=SHARPEN["maximum"],
-                step=SHARPEN["step"],
-                description=WORDS["sharpen_prob"],
-                continuous_update=False,
-                readout_format=".2f",
-                style=LABEL_STYLE,
-                layout=wide,
-            ),
-            "grpo-lab-sharpen-prob",
-        )
-        self.steps = _classed(
-            widgets.BoundedIntText(
-                value=LIMITS["steps"],
-                min=1,
-                max=LIMITS["max_steps_per_run"],
-                description=WORDS["steps"],
-                style=LABEL_STYLE,
-                layout=wide,
-            ),
-            "grpo-lab-steps",
-        )
-
-    def _build_buttons(self, widgets) -> None:
-        """The buttons of :data:`~grpo_core.lab.spec.ACTIONS`, by name (``buttons``), each calling the lab's method
-        of that name (*Run N steps*: :meth:`run_steps`)."""
-        self.buttons = {}
-        for action in ACTIONS:
-            method = self.run_steps if action.name == "run" else getattr(self, action.name)
-            widget = widgets.Button(
-                description=action.label,
-                button_style=action.style,
-                icon=action.icon,
-                tooltip=action.tooltip,
-                layout=widgets.Layout(width="145px"),
-            )
-            widget.on_click(lambda _, method=method: method())
-            self.buttons[action.name] = _classed(widget, f"grpo-lab-{action.name}")
-
-    def _layout(self, widgets):
-        """Header above; controls in sections beside (or, on a narrow lab, above) the views."""
-        # the lab's title and its parts' titles are headings (WCAG 1.3.1), below a notebook's or a page's h2
-        titled = '<div class="grpo-section" role="heading" aria-level="4">{}</div>'
-        section = lambda title: widgets.HTML(titled.format(title))  # noqa: E731
-        header = _classed(
-            widgets.HTML(
-                f'<div class="grpo-header-title" role="heading" aria-level="3">{TITLE}</div>'
-                f'<div class="grpo-header-sub">{subtitle(self.names, self.run.reward_table)}</div>'
-            ),
-            "grpo-lab-header",
-        )
-        note = widgets.HTML(f'<div class="grpo-note">{WORDS["note"]}</div>')
-        actions, sharpen = WORDS["sections"]
-        buttons = self.buttons
-        knobs, heading = [], None
-        for knob in KNOBS:
-            if knob.section != heading:
-                heading = knob.section
-                knobs.append(section(heading))
-            knobs.append(self.knobs[knob.name])
-        controls = _classed(
-            widgets.VBox(
-                [
-                    *knobs,
-                    section(actions),
-                    widgets.HBox([buttons["sample"], buttons["step"]]),
-                    widgets.HBox([buttons["run"], buttons["reset"]]),
-                    self.steps,
-                    self.seed,
-                    section(sharpen),
-                    self.sharpen_action,
-                    self.sharpen_prob,
-                    buttons["sharpen"],
-                    note,
-                ]
-            ),
-            "grpo-lab-controls",
-        )
-        body = _classed(widgets.HBox([controls, self.view]), "grpo-lab-body")
-        return _classed(widgets.VBox([header, body]), "grpo-lab")
 
     # -- actions: the controller's ---------------------------------------------
 
