@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import weakref
 from dataclasses import dataclass
 from functools import cache
 
@@ -34,7 +33,7 @@ HOSTED = """GRPOLab.hosted = {
   commit: (id, reports, snapshot) => GRPOLab.hosted.labs.get(id).commit(reports, snapshot),
   curves: (id) => GRPOLab.hosted.labs.get(id).curves(),
   ledger: (id) => GRPOLab.hosted.labs.get(id).ledgerTexts(),
-  drop: (id) => GRPOLab.hosted.labs.delete(id),
+  close: (id) => GRPOLab.hosted.labs.delete(id),
 };"""
 _numbers = itertools.count()
 
@@ -143,8 +142,6 @@ class Controller:
         self.number = next(_numbers)
         options = {"engine": ENGINE, "ledgerLength": ledger_length}
         self.state = call("GRPOLab.hosted.create", self.number, options, snapshot(run))
-        # a lab gone is dropped from the context, but not at the interpreter's exit (V8's loop is closed by then)
-        weakref.finalize(self, call, "GRPOLab.hosted.drop", self.number).atexit = False
 
     def act(self, action: dict) -> list[Group | StepResult | None]:
         """Do ``action`` (``{"do": ..., ...}``, lab-controller.js): the groups it drew and the steps it took (None
@@ -167,6 +164,10 @@ class Controller:
 
     def ledger(self) -> list[str]:
         return call("GRPOLab.hosted.ledger", self.number)
+
+    def close(self) -> None:
+        """Drop this lab's controller from the context."""
+        call("GRPOLab.hosted.close", self.number)
 
     def readout(self) -> str:
         """What the views show, as plain text, written by the controller's formatter."""

@@ -243,7 +243,9 @@ class BanditLab:
         display(self)
 
     def close(self) -> None:
-        """Close every widget of the lab (their models leave the kernel and the saved widget state)."""
+        """Close every widget of the lab (their models leave the kernel and the saved widget state) and its
+        controller."""
+        self.controller.close()
         stack = [self.widget]
         while stack:
             widget = stack.pop()

@@ -403,7 +403,7 @@
         ledger: ledger.map(([n, parts]) => [n, parts]),
         progress,
         running: running !== null,
-        session,
+        session: session.map(([verb, argument]) => [verb, argument]), // as it is now (record() grows its last entry)
       };
     }
 
