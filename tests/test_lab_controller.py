@@ -14,31 +14,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 from lab_parity import SHARPEN, VALUES, draw_seed
+from test_lab_words import lab_page  # noqa: F401 (the page with the spec, the engine and the site lab's scripts)
 
 from grpo_core.lab import BanditLab
 from grpo_core.lab import spec as lab_spec
 from grpo_core.lab.host import call
-from grpo_core.lab.view import asset
 
 SESSIONS = 12
 ACTIONS_PER_SESSION = 40
 REFUSED = ("", "x", "-1", "1.5", "18446744073709551616")
-
-
-@pytest.fixture(scope="module")
-def site_page(browser):
-    page = browser.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_content("<!doctype html><title>lab</title><div id='site'></div>")
-    page.add_script_tag(content=lab_spec.script())
-    for name in ("lab-engine.js", "lab-controller.js", "lab-view.js", "lab-site.js"):
-        page.add_script_tag(content=asset(name))
-    yield page
-    assert errors == []
-    page.close()
 
 
 def actions(rng: np.random.Generator, count: int) -> list[dict]:
@@ -126,13 +111,13 @@ def differ(python, page, where: str = "state") -> str | None:
     return None if python == page else f"{where}: {python!r} against {page!r}"
 
 
-def test_both_labs_say_and_show_the_same_after_every_action(site_page):
+def test_both_labs_say_and_show_the_same_after_every_action(lab_page):  # noqa: F811
     rng = np.random.default_rng(11)
     compared = 0
     for _ in range(SESSIONS):
         seed = draw_seed(rng)
         drawn = actions(rng, ACTIONS_PER_SESSION)
-        page = site_page.evaluate(PLAY_SITE, [seed, drawn])
+        page = lab_page.evaluate(PLAY_SITE, [seed, drawn])
         lab = BanditLab(seed=int(seed), frame_delay=0)
         for number, (action, shown) in enumerate(zip(drawn, page, strict=True)):
             play_python(lab, action)

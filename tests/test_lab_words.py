@@ -1,8 +1,8 @@
 """What the lab shows is written by one formatter, and what it says about a step is true of that step.
 
-1. *One number format.* Every number either lab shows or announces is written by ``fixed`` of
-   ``static/lab-view.js`` (in headless Chromium here) or, in Python, :func:`grpo_core.lab.spec.fixed`, with one rule:
-   the exact binary value rounded, an exact tie to even. Every exact tie k/G (G = 2..64) is checked against
+1. *One number format.* Every number either lab shows or announces is written by ``fixed`` of the one controller,
+   ``static/lab-controller.js`` (in headless Chromium for the page, in the kernel's embedded V8 for BanditLab), by one
+   rule: the exact binary value rounded, an exact tie to even. Every exact tie k/G (G = 2..64) is checked against
    :mod:`decimal`, and the clip fraction k/G is shown alike on the card, in the ledger, in the screen reader's
    summary and in ``readout()``, for the JupyterLab lab (its state drawn by the view) and the page's lab
    (``static/lab-site.js`` over the page's engine).

@@ -145,7 +145,7 @@
   }
 
   /** The banner: whether the group carries signal and, for one with none, what acts on π and, once a step used
-   * it, what that step did, measured (group.outcome, grpo_core.lab.spec.kl_outcome). */
+   * it, what that step did, measured (group.outcome, the controller's klOutcome). */
   function warningHtml(state, spec) {
     const group = state.group;
     // The signal line is a <p>, the warning a <div>: a redraw replaces one by the other whole. Patched into each
