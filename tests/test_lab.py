@@ -617,3 +617,5 @@ def test_every_colour_of_the_palette_that_writes_text_passes_aa_in_both_schemes(
                 assert contrast(PALETTE[name][scheme], background) >= 4.5, (name, scheme, background)
         for ink, paper in (("green", "pos-bg"), ("red", "neg-bg"), ("zero", "zero-bg"), ("warn-ink", "warn-bg")):
             assert contrast(PALETTE[ink][scheme], PALETTE[paper][scheme]) >= 4.5, (ink, paper, scheme)
+        for fill in ("sample-fill", "step-fill", "run-fill", "sharpen-fill"):  # white text on the site's buttons
+            assert contrast("#ffffff", PALETTE[fill][scheme]) >= 4.5, (fill, scheme)

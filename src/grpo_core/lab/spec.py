@@ -152,7 +152,8 @@ CARDS = (
 #: The lab's own colours, each a pair (light, dark), the dark one under the book's ``data-theme="dark"`` and
 #: JupyterLab's dark themes. ``static/lab-view.js`` writes them once per page as the CSS custom properties
 #: ``--grpo-<name>`` that
-#: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner); :meth:`BanditLab.plot
+#: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner, the fills of the site's
+#: buttons); :meth:`BanditLab.plot
 #: <grpo_core.lab.BanditLab.plot>` draws with the light ones. Every other colour is the theme's (lab.css), "muted"
 #: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/test_lab.py).
 PALETTE = {
@@ -170,6 +171,15 @@ PALETTE = {
     "warn-bg": ("#fff8c5", "#3b2e00"),
     "warn-border": ("#d4a72c", "#9a6700"),
     "warn-ink": ("#3b2300", "#f8e3a1"),
+}
+# The fills of the site's action buttons and of the pressed toggle, white text on them in both schemes (so a pair of
+# equal colours): the buttons of *Sample group* and *Sharpen π*, and the light blue and green of the palette for
+# *GRPO step* (and the pressed toggle) and *Run N steps*.
+PALETTE |= {
+    "sample-fill": ("#0550ae", "#0550ae"),
+    "step-fill": (PALETTE["blue"][0],) * 2,
+    "run-fill": (PALETTE["green"][0],) * 2,
+    "sharpen-fill": ("#8a5a00", "#8a5a00"),
 }
 
 #: The learning-curve panels, each with a title (pieces of text, each with its colour, a name of
