@@ -1,16 +1,16 @@
 """Random sessions over the lab's whole slider space, played by grpo_core: the reference the page's engine must equal.
 
-A session is what :class:`grpo_core.lab.BanditLab` and the site lab record (``grpo_core.lab.state.SESSION``): a
+A session is what the lab's one controller (``grpo_core/lab/static/lab-controller.js``) records in either lab: a
 list of ``[verb, argument]``, ``new`` (seed and config), ``configure``, ``sample``, ``step``, ``drop`` (the pending
 group), ``set_policy`` (a sharpened π) and ``reset`` (a seed). :func:`sessions` draws them from a seeded generator:
-every knob from its slider's values (:data:`grpo_core.lab.spec.KNOBS`), seeds up to 2**64 - 1, a sharpened start
-in one session of three (π(onto) from the *Sharpen π* slider's range), at least ``STEPS`` GRPO steps with knob
-changes, samples, sharpenings and resets among them. :func:`play` runs one with
-:class:`grpo_core.bandit.BanditGRPO` and records, after every entry, the actions it drew (or the message of a
-``Diverged`` step) and the logits. ``tests/test_lab_parity.py`` plays the same sessions with the page's engine
-(``grpo_core/lab/static/lab-engine.js``), and with grpo_core again on another CPU: ``python tests/lab_parity.py``
-reads sessions and their records as JSON on its standard input and writes, as JSON, each entry played again from
-the recorded state before it (:func:`play` with ``resync``).
+every knob from its slider's values (:data:`grpo_core.lab.spec.KNOBS`), each change as the controller makes it
+(:func:`changes`), seeds up to 2**64 - 1, a sharpened start in one session of three (π(onto) from the *Sharpen π*
+slider's range), at least ``STEPS`` GRPO steps with knob changes, samples, sharpenings and resets among them.
+:func:`play` runs one with :class:`grpo_core.bandit.BanditGRPO` and records, after every entry, the actions it drew
+(or the message of a ``Diverged`` step) and the logits. ``tests/test_lab_parity.py`` plays the same sessions with
+the page's engine (``grpo_core/lab/static/lab-engine.js``), and with grpo_core again on another CPU: ``python
+tests/lab_parity.py`` reads sessions and their records as JSON on its standard input and writes, as JSON, each entry
+played again from the recorded state before it (:func:`play` with ``resync``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.env import ACTION_NAMES
 from grpo_core.bandit.trainer import Diverged
+from grpo_core.lab.host import call
 from grpo_core.lab.spec import KNOBS
 
 STEPS = 110
@@ -46,8 +47,8 @@ SHARPEN = np.round(np.arange(math.ceil(100 / K), 100) / 100, 2)  # the π(onto) 
 
 
 def changes(name: str, value) -> dict:
-    """A knob's change as the lab makes it (the ε slider is a symmetric clip)."""
-    return {"eps_low": value, "eps_high": None} if name == "eps_low" else {name: value}
+    """A knob's change as the lab's controller makes it (its rules, in embedded V8)."""
+    return call("GRPOLab.controller.knobChanges", name, value)
 
 
 def draw_seed(rng: np.random.Generator) -> str:

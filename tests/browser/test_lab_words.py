@@ -1,8 +1,8 @@
 """What the lab shows is written by one formatter, and what it says about a step is true of that step.
 
-1. *One number format.* Every number either lab shows or announces is written by ``fixed`` of
-   ``static/lab-view.js`` (in headless Chromium here) or, in Python, :func:`grpo_core.lab.spec.fixed`, with one rule:
-   the exact binary value rounded, an exact tie to even. Every exact tie k/G (G = 2..64) is checked against
+1. *One number format.* Every number either lab shows or announces is written by ``fixed`` of the one controller,
+   ``static/lab-controller.js`` (in headless Chromium for the page, in the kernel's embedded V8 for BanditLab), by one
+   rule: the exact binary value rounded, an exact tie to even. Every exact tie k/G (G = 2..64) is checked against
    :mod:`decimal`, and the clip fraction k/G is shown alike on the card, in the ledger, in the screen reader's
    summary and in ``readout()``, for the JupyterLab lab (its state drawn by the view) and the page's lab
    (``static/lab-site.js`` over the page's engine).
@@ -26,7 +26,8 @@ from lab_parity import SHARPEN, VALUES
 from grpo_core.bandit import GRPOConfig
 from grpo_core.lab import BanditLab
 from grpo_core.lab import spec as lab_spec
-from grpo_core.lab.spec import K3_WEIGHT_LARGE, KL_STILL, fixed, ledger_text
+from grpo_core.lab.host import call
+from grpo_core.lab.spec import K3_WEIGHT_LARGE, KL_STILL
 from grpo_core.lab.view import asset
 
 TIES = [(k, G) for G in range(2, 65) for k in range(G + 1)]
@@ -36,6 +37,15 @@ NUMBER = r"(-?\d+\.\d+)"
 def by_decimal(x: float, digits: int) -> str:
     """The exact value of the double ``x`` rounded to ``digits`` decimals, a tie to even (the rule, independently)."""
     return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_EVEN))
+
+
+def fixed(x: float, digits: int) -> str:
+    """The one formatter (lab-controller.js), as the kernel's lab runs it (embedded V8)."""
+    return call("GRPOLab.controller.fixed", x, digits)
+
+
+def ledger_text(parts: list) -> str:
+    return call("GRPOLab.controller.ledgerText", parts)
 
 
 def is_tie(x: float, digits: int) -> bool:
@@ -51,7 +61,7 @@ def lab_page(browser):
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.set_content("<!doctype html><title>lab</title><div id='views'></div><div id='site'></div>")
     page.add_script_tag(content=lab_spec.script())
-    for name in ("lab-engine.js", "lab-view.js", "lab-site.js"):
+    for name in ("lab-engine.js", "lab-controller.js", "lab-view.js", "lab-site.js"):
         page.add_script_tag(content=asset(name))
     yield page
     assert errors == []
@@ -63,13 +73,13 @@ def lab_page(browser):
 
 def test_every_exact_tie_k_over_G_is_written_by_the_one_rule_in_python_and_in_the_page(lab_page):
     values = [k / G for k, G in TIES]
-    in_page = lab_page.evaluate("(xs) => xs.map((x) => [1, 2, 3].map((d) => GRPOLab.view.fixed(x, d)))", values)
+    in_page = lab_page.evaluate("(xs) => xs.map((x) => [1, 2, 3].map((d) => GRPOLab.controller.fixed(x, d)))", values)
     for x, page_texts in zip(values, in_page, strict=True):
         for digits, page_text in zip((1, 2, 3), page_texts, strict=True):
             assert fixed(x, digits) == page_text == by_decimal(x, digits), (x, digits)
     ties = sum(is_tie(x, d) for x in values for d in (1, 2, 3))
     assert ties >= 90, "the grid holds exact ties (96 of them)"
-    negative = lab_page.evaluate("() => [-0.625, -0.375, 0.625].map((x) => GRPOLab.view.signed(x))")
+    negative = lab_page.evaluate("() => [-0.625, -0.375, 0.625].map((x) => GRPOLab.controller.signed(x))")
     assert negative == ["-0.62", "-0.38", "+0.62"]
 
 
@@ -121,8 +131,8 @@ def test_the_page_lab_writes_the_tie_as_the_jupyterlab_lab_does(lab_page):
     shown = lab_page.evaluate(
         """() => {
           const lab = new GRPOLab.site.SiteLab(document.getElementById('site'), '0');
-          lab.click(() => lab.step());
-          lab.click(() => lab.step());
+          lab.click('step');
+          lab.click('step');
           const el = document.getElementById('site');
           return {
             clip: lab.state().stats.clip,

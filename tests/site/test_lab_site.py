@@ -607,7 +607,7 @@ REDRAWS = """(selector) => {
 EACH_REDRAW = """async () => {
   // the page's own view module, in a scope of its own: the §11 widget snapshot runs the copy stored in the notebook
   const source = await (await fetch(document.querySelector('script[src*="lab-view.js"]').src)).text();
-  const own = { GRPOLab: {} };
+  const own = { GRPOLab: { controller: GRPOLab.controller } }; // the view formats with the one controller's fixed
   new Function('globalThis', source)(own);
   const lab = GRPOLab.labs[0], update = lab.view.update.bind(lab.view);
   const canonical = (node) => {

@@ -26,16 +26,20 @@ from lab_parity import play
 from grpo_core.bandit import BanditGRPO, GRPOConfig
 from grpo_core.bandit.trainer import Diverged
 from grpo_core.lab import BanditLab
-from grpo_core.lab.spec import CARDS, fixed
-from grpo_core.lab.state import CURVE_POINTS, GroupView, Session, knob_values, lab_state, subsample
+from grpo_core.lab.host import Group, call
+from grpo_core.lab.spec import CARDS, KNOBS
 
 REWARDS = np.array([0.2, 0.9, 0.4, 0.1])  # §11: A, B, C, D
 B, C = 1, 2
 
 
+def fixed(value: float, digits: int) -> str:
+    """The lab's one formatter (lab-controller.js; every exact tie is checked in tests/test_lab_words.py)."""
+    return call("GRPOLab.controller.fixed", value, digits)
+
+
 def card(lab: BanditLab, key: str) -> str:
-    """A card as lab-view.js writes it: by the lab's one rounding rule (``fixed``, the same in lab-view.js: every
-    exact tie is checked in tests/test_lab_words.py) with the card's decimals, "—" for no value."""
+    """A card as lab-view.js writes it: by the controller's ``fixed`` with the card's decimals, "—" for no value."""
     state = lab.view.state
     if key == "step":
         return str(state["steps"])
@@ -79,6 +83,10 @@ def fmt_signed(value: float) -> str:
     return "0.00" if text in ("+0.00", "-0.00") else text
 
 
+def knob_values(config: GRPOConfig) -> dict:
+    return {knob.name: getattr(config, knob.name) for knob in KNOBS}
+
+
 def kl_by_hand(p, q) -> float:
     return float(sum(pi * np.log(pi / qi) for pi, qi in zip(p, q, strict=True)))
 
@@ -95,7 +103,8 @@ def lab():
 def test_importing_the_package_or_the_lab_module_imports_no_widget():
     code = (
         "import sys, grpo_core, grpo_core.bandit, grpo_core.lab; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('ipywidgets', 'anywidget', 'matplotlib', 'IPython')]; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in "
+        "('ipywidgets', 'anywidget', 'matplotlib', 'IPython', 'py_mini_racer')]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -214,8 +223,8 @@ def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
 
 
 def test_a_group_with_different_rewards_carries_signal():
-    assert not GroupView(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0]), (1.0, 0)).zero_variance
-    assert GroupView(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2), (1.0, 1)).zero_variance
+    assert not Group(np.array([0, 1]), REWARDS[[0, 1]], np.array([-1.0, 1.0])).zero_variance
+    assert Group(np.array([1, 1]), REWARDS[[1, 1]], np.zeros(2)).zero_variance
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -529,28 +538,27 @@ def test_the_lab_refuses_an_engine_it_cannot_show():
 
 
 def test_long_curves_are_subsampled_keeping_both_ends():
+    """The controller's one subsampling (lab-controller.js), and a lab's state after more steps than it keeps."""
     xs = list(range(2001))
     ys = [x / 2000 for x in xs]
-    short_x, short_y = subsample(xs, ys)
-    assert 2 <= len(short_x) <= CURVE_POINTS and short_x[0] == 0 and short_x[-1] == 2000
+    points = call("GRPOLab.controller.CURVE_POINTS.valueOf")
+    short_x, short_y = call("GRPOLab.controller.subsample", xs, ys)
+    assert 2 <= len(short_x) <= points and short_x[0] == 0 and short_x[-1] == 2000
     assert short_y == [ys[x] for x in short_x]
-    assert subsample(xs[:10], ys[:10]) == [xs[:10], ys[:10]]
+    assert call("GRPOLab.controller.subsample", xs[:10], ys[:10]) == [xs[:10], ys[:10]]
+    lab = BanditLab(seed=0, frame_delay=0)
+    lab.run_steps(points + 5)
+    shown = lab.state()["curves"]["kl"]
+    assert len(shown[0]) == points and shown[0][-1] == points + 5 and len(lab.curves["kl"][0]) == points + 6
 
 
-def test_lab_state_of_a_bare_run_has_every_key_the_view_reads():
-    run = BanditGRPO(seed=2)
-    curves = {key: ([0], [0.5]) for key in ("value", "p_best", "kl", "entropy")} | {
-        "mean_reward": ([], []),
-        "clip_fraction": ([], []),
-    }
-    state = lab_state(
-        run, names="ABCD", best=1, group=None, curves=curves, ledger=[(1, "start")], session=Session(2, run.config)
-    )
+def test_the_state_of_a_fresh_lab_has_every_key_the_view_reads():
+    state = BanditLab(seed=2, frame_delay=0).state()
     assert set(state) == {
         "engine", "names", "rewards", "best", "probs", "ref_probs", "config", "seed", "steps", "group", "stats",
-        "curves", "ledger", "progress", "session",
+        "curves", "ledger", "progress", "running", "session",
     }  # fmt: skip
-    assert state["stats"]["mean"] is None and state["stats"]["p_best"] == 0.5
+    assert state["stats"]["mean"] is None and state["stats"]["p_best"] == 0.25
 
 
 @settings(max_examples=25, deadline=None)
@@ -609,3 +617,5 @@ def test_every_colour_of_the_palette_that_writes_text_passes_aa_in_both_schemes(
                 assert contrast(PALETTE[name][scheme], background) >= 4.5, (name, scheme, background)
         for ink, paper in (("green", "pos-bg"), ("red", "neg-bg"), ("zero", "zero-bg"), ("warn-ink", "warn-bg")):
             assert contrast(PALETTE[ink][scheme], PALETTE[paper][scheme]) >= 4.5, (ink, paper, scheme)
+        for fill in ("sample-fill", "step-fill", "run-fill", "sharpen-fill"):  # white text on the site's buttons
+            assert contrast("#ffffff", PALETTE[fill][scheme]) >= 4.5, (fill, scheme)

@@ -6,8 +6,9 @@ buttons), the lab's title (:data:`TITLE`, :func:`subtitle`), the other controls'
 :data:`LIMITS` are written here once.
 :class:`grpo_core.lab.BanditLab` builds its ipywidgets from them and hands :func:`spec` to the view widget; the static
 site reads the same dictionary from ``_static/lab-spec.js``, which :func:`setup` (a Sphinx extension listed in
-``_config.yml``) writes at every build. ``static/lab-site.js`` builds the site's controls from it and
-``static/lab-view.js`` draws the cards and curves it lists, in either lab. :data:`GUARDS` carries the numeric
+``_config.yml``) writes at every build. The one controller (``static/lab-controller.js``) reads its rules and
+ledger phrases from it in either lab, ``static/lab-site.js`` builds the site's controls from it and
+``static/lab-view.js`` draws the cards and curves it lists. :data:`GUARDS` carries the numeric
 guards of :mod:`grpo_core.bandit.grpo` that the page's engine (``static/lab-engine.js``) must apply as Python does.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import string
 from dataclasses import asdict, dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -138,7 +138,7 @@ WORDS = {
 }
 
 #: The number cards, each (the card's CSS class ``grpo-lab-…``, its key in the ``stats`` of
-#: :func:`grpo_core.lab.state.lab_state`, label, decimals); "best" in a label is the best action's name.
+#: the state of ``static/lab-controller.js``, label, decimals); "best" in a label is the best action's name.
 CARDS = (
     ("mean", "mean", "mean(R)", 3),
     ("std", "std", "std(R)", 3),
@@ -152,7 +152,8 @@ CARDS = (
 #: The lab's own colours, each a pair (light, dark), the dark one under the book's ``data-theme="dark"`` and
 #: JupyterLab's dark themes. ``static/lab-view.js`` writes them once per page as the CSS custom properties
 #: ``--grpo-<name>`` that
-#: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner); :meth:`BanditLab.plot
+#: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner, the fills of the site's
+#: buttons); :meth:`BanditLab.plot
 #: <grpo_core.lab.BanditLab.plot>` draws with the light ones. Every other colour is the theme's (lab.css), "muted"
 #: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/test_lab.py).
 PALETTE = {
@@ -170,6 +171,15 @@ PALETTE = {
     "warn-bg": ("#fff8c5", "#3b2e00"),
     "warn-border": ("#d4a72c", "#9a6700"),
     "warn-ink": ("#3b2300", "#f8e3a1"),
+}
+# The fills of the site's action buttons and of the pressed toggle, white text on them in both schemes (so a pair of
+# equal colours): the buttons of *Sample group* and *Sharpen π*, and the light blue and green of the palette for
+# *GRPO step* (and the pressed toggle) and *Run N steps*.
+PALETTE |= {
+    "sample-fill": ("#0550ae", "#0550ae"),
+    "step-fill": (PALETTE["blue"][0],) * 2,
+    "run-fill": (PALETTE["green"][0],) * 2,
+    "sharpen-fill": ("#8a5a00", "#8a5a00"),
 }
 
 #: The learning-curve panels, each with a title (pieces of text, each with its colour, a name of
@@ -223,9 +233,9 @@ def sharpen_minimum(answers: int) -> float:
 
 #: The ledger's phrases. An entry is a list of parts ``[key, values]`` (numbers travel as numbers), shown as the
 #: phrases of :data:`LEDGER` joined by " · ": ``{name}`` writes a value as it is (a string, an integer),
-#: ``{name:.3f}`` a number or a list of numbers (``[a b c]``) by :func:`fixed`, ``{name:.{digits}f}`` with the
-#: decimals ``digits`` of the values. ``static/lab-view.js`` writes them with its ``fixed`` and ``phrase``, Python
-#: with :func:`ledger_text`: the same rule, tested on every exact tie k/G.
+#: ``{name:.3f}`` a number or a list of numbers (``[a b c]``), ``{name:.{digits}f}`` with the decimals ``digits`` of
+#: the values. The one controller (``static/lab-controller.js``) writes them, and every other number either lab
+#: shows, with its one formatter ``fixed``: an exact tie to even, as Python's format (tested on every tie k/G).
 LEDGER = {
     "start": "start · seed {seed} · π = π_ref = {probs:.3f}",
     "reset": "reset · seed {seed} · π = π_ref = {probs:.3f}",
@@ -251,7 +261,8 @@ LEDGER = {
     "diverged": "{message}",
 }
 
-#: A change of the KL to the reference policy smaller than this (what three decimals cannot show) is "KL stays".
+#: A change of the KL to the reference policy smaller than this (what three decimals cannot show) is "KL stays"
+#: (the controller's ``klOutcome``: what a step on a group with no signal did to π).
 KL_STILL = 5e-4
 #: A k3 weight (the reference probability over π(a)) of a sampled answer at least this large is said, in the ledger
 #: and the banner: the KL term's pull on that answer grows without bound as π(a) → 0, and a step can overshoot the
@@ -259,42 +270,6 @@ KL_STILL = 5e-4
 K3_WEIGHT_LARGE = 10.0
 #: From this k3 weight on, the lab says "above 10^6" instead of the number.
 K3_WEIGHT_SHOWN = 1e6
-
-
-def k3_phrase(weight: float) -> str:
-    """The ledger's phrase (a key of :data:`LEDGER`) for a large k3 weight."""
-    return "k3" if weight < K3_WEIGHT_SHOWN else "k3_huge"
-
-
-def kl_outcome(moved: bool, kl_before: float, kl_after: float) -> str:
-    """What a step on a group with no signal did (a key of :data:`LEDGER`): π did not move (``still``), or the KL to
-    the reference policy went down (``toward``), up (``away``) or changed by less than :data:`KL_STILL` (``stays``).
-    ``static/lab-view.js``'s ``klOutcome`` is the same rule."""
-    if not moved:
-        return "still"
-    if abs(kl_after - kl_before) < KL_STILL:
-        return "stays"
-    return "toward" if kl_after < kl_before else "away"
-
-
-def fixed(value: float, digits: int) -> str:
-    """The lab's one rounding rule for a number shown with ``digits`` decimals: the exact binary value rounded,
-    an exact tie (0.625 to two decimals) to even, as Python's format does; ``static/lab-view.js``'s ``fixed``."""
-    return format(value, f".{digits}f")
-
-
-class _Phrases(string.Formatter):
-    def format_field(self, value, format_spec):
-        if isinstance(value, list | tuple):
-            return "[" + " ".join(self.format_field(v, format_spec) for v in value) + "]"
-        if format_spec.endswith("f"):
-            return fixed(value, int(format_spec[1:-1]))
-        return str(value)
-
-
-def ledger_text(parts) -> str:
-    """A ledger entry (a list of ``[key, values]``) as the lab shows it."""
-    return " · ".join(_Phrases().format(LEDGER[key], **values) for key, values in parts)
 
 
 #: The numeric guards of the bandit's GRPO step that the page's engine applies as Python does, the bound

@@ -1,9 +1,8 @@
 """The lab's views in JupyterLab: one anywidget whose synced state is the lab state.
 
-Its front end is ``static/lab-view.js`` (the same module draws the site's
-live lab) followed by the few lines below that connect it to the widget
-model; its stylesheet is ``static/lab.css``. The trait ``spec`` (:func:`grpo_core.lab.spec.spec`: which cards
-and curves to draw) is synced once, when the view is built. A click changes the one synced trait ``state``, so
+Its front end is the lab's spec, the controller's formatter (``static/lab-controller.js``) and
+``static/lab-view.js`` (the same modules draw the site's live lab), followed by the few lines below that connect
+it to the widget model; its stylesheet is ``static/lab.css``. A click changes the one synced trait ``state``, so
 it crosses to the browser as one message, and the views whose content changed are redrawn from it in one frame.
 ``anywidget`` (and with it ipywidgets) is imported only when a lab is built.
 """
@@ -13,11 +12,13 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
+from grpo_core.lab.spec import script
+
 STATIC = resources.files("grpo_core.lab") / "static"
 ANYWIDGET_ENTRY = """
 export default {
   render({ model, el }) {
-    const view = globalThis.GRPOLab.view.mount(el, model.get("spec"));
+    const view = globalThis.GRPOLab.view.mount(el, globalThis.GRPOLab.spec);
     const draw = () => view.update(model.get("state"));
     model.on("change:state", draw);
     draw();
@@ -39,11 +40,10 @@ def view_class():
     import traitlets
 
     class LabView(anywidget.AnyWidget):
-        """Every view of the §11 lab, drawn in the browser from ``state`` (:func:`grpo_core.lab.state.lab_state`)."""
+        """Every view of the §11 lab, drawn in the browser from ``state`` (the controller's)."""
 
-        _esm = asset("lab-view.js") + ANYWIDGET_ENTRY
+        _esm = script() + asset("lab-controller.js") + asset("lab-view.js") + ANYWIDGET_ENTRY
         _css = asset("lab.css")
-        spec = traitlets.Dict().tag(sync=True)
         state = traitlets.Dict().tag(sync=True)
 
     return LabView

@@ -1,10 +1,9 @@
 /* GRPO Companion, the §11 bandit lab: every view, drawn from one state object.
  *
  * One module for both labs: in JupyterLab it is the front end of the
- * anywidget grpo_core.lab.view.LabView (its synced `state` is built by
- * grpo_core.lab.state.lab_state from a BanditGRPO run), on the site it is
- * driven by lab-site.js over the JavaScript engine (lab-engine.js). Either
- * way a click becomes one state, and update() redraws the views from it in
+ * anywidget grpo_core.lab.view.LabView, on the site it is driven by lab-site.js;
+ * either way its state is the one controller's (lab-controller.js), which also
+ * writes every number (fixed) and the replay line. A click becomes one state, and update() redraws the views from it in
  * one synchronous pass, hence in one frame. The DOM is written only where the
  * state changed: a slot whose markup is unchanged is skipped, and one that
  * changed is patched in place (an attribute, a text, an element added or
@@ -20,13 +19,14 @@
  * steps, group: null | {actions, rewards, advantages, ratios, clipped, eps},
  * stats: {mean, std, clip, kl, entropy, p_best, steps}, curves: {key: [xs, ys]},
  * ledger: [[number, text], ...] oldest first, progress: [done, total],
- * session: [[verb, argument], ...] (grpo_core.lab.state.Session), printed as
- * the Python that replays it}. Classic script: defines globalThis.GRPOLab.view.
+ * session: [[verb, argument], ...], printed as the Python that replays it}
+ * (lab-controller.js). Classic script: defines globalThis.GRPOLab.view.
  */
 (function (root) {
   "use strict";
 
-  const CURVE_POINTS = 300;
+  // the one formatter and the replay line are the controller's (lab-controller.js)
+  const { fixed, fmt, signed, g, phrase, ledgerText, replay } = root.GRPOLab.controller;
   // the lab's own colours (grpo_core.lab.spec.PALETTE, written as CSS variables by palette()) and the theme's muted
   const COLORS = new Proxy({}, { get: (_, name) => `var(--grpo-${name})` });
 
@@ -47,45 +47,6 @@
 
   const escape = (text) =>
     String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-  /** The lab's one rounding rule (grpo_core.lab.spec.fixed, Python's format): the exact binary value of x with
-   * `digits` decimals, an exact tie (0.625 to two decimals) to even. toFixed alone takes a tie away from zero;
-   * toFixed(100) is the exact decimal expansion of any double the lab shows, so a tie is seen exactly. */
-  function fixed(x, digits) {
-    const away = x.toFixed(digits);
-    const exact = Math.abs(x).toFixed(100);
-    const cut = exact.indexOf(".") + digits + 1;
-    if (!/^50*$/.test(exact.slice(cut))) return away;
-    const toward = exact.slice(0, cut).replace(/\.$/, "");
-    if (Number(toward[toward.length - 1]) % 2 !== 0) return away;
-    return (x < 0 ? "-" : "") + toward;
-  }
-  const fmt = (value, digits = 3) => (value === null || value === undefined ? "—" : fixed(Number(value), digits));
-  const signed = (value) => {
-    const text = fixed(Math.abs(value), 2);
-    return text === "0.00" ? text : (value < 0 ? "-" : "+") + text;
-  };
-
-  /** One phrase of the ledger (grpo_core.lab.spec.LEDGER) with its values: {name} as it is, {name:.3f} a number or
-   * a list of numbers ("[a b c]") by fixed, {name:.{digits}f} with the decimals `digits` of the values. */
-  function phrase(template, values) {
-    const field = (value, spec) => {
-      if (Array.isArray(value)) return "[" + value.map((v) => field(v, spec)).join(" ") + "]";
-      return spec ? fixed(value, Number(spec.slice(1, -1))) : String(value);
-    };
-    return template.replace(/\{(\w+)(?::((?:[^{}]|\{\w+\})*))?\}/g, (_, name, spec) =>
-      field(values[name], spec && spec.replace(/\{(\w+)\}/g, (__, key) => values[key])),
-    );
-  }
-  /** A ledger entry, its parts [key, values], as the lab shows it (grpo_core.lab.spec.ledger_text). */
-  const ledgerText = (templates, parts) => parts.map(([key, values]) => phrase(templates[key], values)).join(" · ");
-
-  /** What a step on a group with no signal did to π (grpo_core.lab.spec.kl_outcome, the same rule). */
-  function klOutcome(moved, klBefore, klAfter, still) {
-    if (!moved) return "still";
-    if (Math.abs(klAfter - klBefore) < still) return "stays";
-    return klAfter < klBefore ? "toward" : "away";
-  }
-  const g = (value) => String(Number(value)); // Python's :g for the rewards of the table
   const tone = (a) => (a > 0 ? "grpo-pos" : a < 0 ? "grpo-neg" : "grpo-zero");
   // the title of one of the views: a heading below the lab's own (WCAG 1.3.1)
   const viewTitle = (text) => `<div class="grpo-group-title" role="heading" aria-level="4">${text}</div>`;
@@ -184,7 +145,7 @@
   }
 
   /** The banner: whether the group carries signal and, for one with none, what acts on π and, once a step used
-   * it, what that step did, measured (group.outcome, grpo_core.lab.spec.kl_outcome). */
+   * it, what that step did, measured (group.outcome, the controller's klOutcome). */
   function warningHtml(state, spec) {
     const group = state.group;
     // The signal line is a <p>, the warning a <div>: a redraw replaces one by the other whole. Patched into each
@@ -214,12 +175,6 @@
       `All G = ${rewards.length} rewards equal ${g(rewards[0])}, so std(R) = 0 and every Â<sub>i</sub> = 0 ` +
       `(Property 4.1): the clipped surrogate has zero gradient; ${consequence}${k3}</div>`
     );
-  }
-
-  function subsample(xs, ys) {
-    if (xs.length <= CURVE_POINTS) return [xs, ys];
-    const keep = [...new Set(Array.from({ length: CURVE_POINTS }, (_, i) => Math.floor((i * (xs.length - 1)) / (CURVE_POINTS - 1))))];
-    return [keep.map((i) => xs[i]), keep.map((i) => ys[i])];
   }
 
   function niceCeiling(value) {
@@ -261,7 +216,7 @@
       const lines = series
         .filter(([key]) => c[key][0].length)
         .map(([key, color, stroke]) => {
-          const [xs, ys] = subsample(c[key][0], c[key][1]);
+          const [xs, ys] = c[key]; // at most the controller's CURVE_POINTS
           const points = xs.map((x, i) => `${xOf(x)},${yOf(ys[i])}`).join(" ");
           return `<polyline points="${points}" fill="none" stroke="${COLORS[color]}" stroke-width="${stroke}"/>`;
         });
@@ -278,37 +233,11 @@
     });
   }
 
-  /** A float as Python reads it back exactly (repr keeps the ".0" of an integral value). */
-  const pyFloat = (x) => (Number.isInteger(x) && Math.abs(x) < 1e16 ? x.toFixed(1) : String(x));
-
-  /** The session (grpo_core.lab.state.Session) as the Python that replays it on grpo_core.bandit.BanditGRPO. */
-  function replay(session, knobs) {
-    const integer = Object.fromEntries(knobs.map((k) => [k.name, k.integer]));
-    const value = (name, v) =>
-      v === null ? "None" : typeof v === "string" ? `'${v}'` : integer[name] ? String(v) : pyFloat(v);
-    const keywords = (changes) => Object.entries(changes).map(([k, v]) => `${k}=${value(k, v)}`).join(", ");
-    const imports = ["from grpo_core.bandit import BanditGRPO, GRPOConfig"];
-    const lines = [];
-    for (const [verb, argument] of session) {
-      if (verb === "new") lines.push(`run = BanditGRPO(seed=${argument.seed}, config=GRPOConfig(${keywords(argument.config)}))`);
-      else if (verb === "configure") lines.push(`run.configure(${keywords(argument)})`);
-      else if (verb === "sample") lines.push("run.sample()");
-      else if (verb === "step") lines.push(argument === 1 ? "run.step()" : `run.run(${argument})`);
-      else if (verb === "drop") lines.push("run.pending = None  # the lab drops a group of the old G");
-      else if (verb === "set_policy") lines.push(`run.set_policy([${argument.map(pyFloat).join(", ")}])`);
-      else if (verb === "diverged") {
-        if (imports.length === 1) imports.push("from grpo_core.bandit.trainer import Diverged");
-        lines.push("try:", "    run.step()", `except Diverged as error:  # ${argument}`, "    print(error)");
-      }
-    }
-    return [...imports, "", ...lines].join("\n");
-  }
-
   function ledgerHtml(state, spec) {
     const items = state.ledger
       .slice()
       .reverse()
-      .map(([n, parts]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(ledgerText(spec.ledger, parts))}</li>`)
+      .map(([n, parts]) => `<li><span class="grpo-ledger-n">#${n}</span> ${escape(ledgerText(parts))}</li>`)
       .join("");
     // it scrolls (a narrow lab, a long session): a keyboard reaches it (WCAG 2.1.1)
     return (
@@ -353,7 +282,7 @@
     const parts = [`Step ${state.steps}. Policy: ${probsText(state, state.probs)}.`];
     // a Reset the seed box refused changes nothing else: said here, with its ledger number (each refusal is news)
     const [number, newest] = state.ledger[state.ledger.length - 1];
-    if (newest[0][0] === "refused") parts.unshift(`Ledger #${number}: ${ledgerText(spec.ledger, newest)}.`);
+    if (newest[0][0] === "refused") parts.unshift(`Ledger #${number}: ${ledgerText(newest)}.`);
     const group = state.group;
     if (group !== null) {
       const used = group.ratios !== null ? "used by the step" : "sampled";
@@ -533,12 +462,12 @@
         attribute(slots.progress, "style", `visibility: ${total ? "visible" : "hidden"}`);
         text(slots.progressLabel, total ? `${done} / ${total} steps` : "");
         text(slots.engine, state.engine);
-        text(slots.reproduce, replay(state.session, spec.knobs));
+        text(slots.reproduce, replay(state.session));
         describe(state);
       },
     };
   }
 
   root.GRPOLab = root.GRPOLab || {};
-  root.GRPOLab.view = { mount, fixed, fmt, signed, phrase, ledgerText, klOutcome, warningHtml, replay, summaryText };
+  root.GRPOLab.view = { mount, warningHtml, summaryText };
 })(globalThis);

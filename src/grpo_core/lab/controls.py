@@ -1,0 +1,187 @@
+"""The JupyterLab lab's controls: ipywidgets built from :mod:`grpo_core.lab.spec` (the site's ``lab-site.js`` builds
+the same controls in plain HTML from the same definition), laid out beside the view widget.
+
+:func:`build` returns them as :class:`Controls`; each knob's change calls ``configure(name, value)`` and each button
+``press(name)`` of the lab (:class:`grpo_core.lab.BanditLab`), which hands them to the one controller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from grpo_core.lab.spec import (
+    ACTIONS,
+    KNOBS,
+    LIMITS,
+    TITLE,
+    TOP_ACTION,
+    WORDS,
+    sharpen_minimum,
+    sharpen_start,
+    subtitle,
+)
+
+CONTROL_WIDTH = "298px"
+LABEL_STYLE = {"description_width": "104px"}
+SHARPEN = LIMITS["sharpen_prob"]
+
+
+def _classed(widget, css: str):
+    """``widget`` with the CSS class ``css`` (what the lab's stylesheet and the tests select on)."""
+    widget.add_class(css)
+    return widget
+
+
+@dataclass
+class Controls:
+    """The lab's widgets: ``knobs`` and ``buttons`` by name, the seed box, the N box, *Sharpen π*'s target and
+    probability, and ``widget``, the whole lab (header, controls and ``view``)."""
+
+    knobs: dict
+    buttons: dict
+    seed: object
+    steps: object
+    sharpen_action: object
+    sharpen_prob: object
+    widget: object = None
+
+
+def build(widgets, view, *, config, seed: int, names, rewards, configure, press) -> Controls:
+    """The controls for a run of ``config`` and ``seed`` over the answers ``names`` (rewards ``rewards``), beside
+    ``view``."""
+    controls = Controls(
+        knobs=_knobs(widgets, config, configure),
+        buttons=_buttons(widgets, press),
+        seed=_classed(
+            widgets.Text(value=str(seed), description=WORDS["seed"], style=LABEL_STYLE, layout=_wide(widgets)),
+            "grpo-lab-seed",
+        ),
+        steps=_classed(
+            widgets.BoundedIntText(
+                value=LIMITS["steps"],
+                min=1,
+                max=LIMITS["max_steps_per_run"],
+                description=WORDS["steps"],
+                style=LABEL_STYLE,
+                layout=_wide(widgets),
+            ),
+            "grpo-lab-steps",
+        ),
+        sharpen_action=_classed(
+            widgets.Dropdown(
+                options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(names))],
+                value=sharpen_start(len(names)),
+                description=WORDS["sharpen_action"],
+                style=LABEL_STYLE,
+                layout=_wide(widgets),
+            ),
+            "grpo-lab-sharpen-action",
+        ),
+        sharpen_prob=_classed(
+            widgets.FloatSlider(
+                value=SHARPEN["default"],
+                min=sharpen_minimum(len(names)),
+                max=SHARPEN["maximum"],
+                step=SHARPEN["step"],
+                description=WORDS["sharpen_prob"],
+                continuous_update=False,
+                readout_format=".2f",
+                style=LABEL_STYLE,
+                layout=_wide(widgets),
+            ),
+            "grpo-lab-sharpen-prob",
+        ),
+    )
+    controls.widget = _layout(widgets, controls, view, names, rewards)
+    return controls
+
+
+def _wide(widgets):
+    return widgets.Layout(width=CONTROL_WIDTH)
+
+
+def _knobs(widgets, config, configure) -> dict:
+    """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS`, each change calling ``configure``."""
+    knobs = {}
+    for knob in KNOBS:
+        if knob.options is not None:
+            widget = widgets.ToggleButtons(
+                options=knob.options,
+                value=getattr(config, knob.name),
+                style={"button_width": "92px"},
+                layout=_wide(widgets),
+            )
+        else:
+            widget = (widgets.IntSlider if knob.integer else widgets.FloatSlider)(
+                value=getattr(config, knob.name),
+                min=knob.minimum,
+                max=knob.maximum,
+                step=knob.step,
+                description=knob.label,
+                continuous_update=False,
+                style=LABEL_STYLE,
+                layout=_wide(widgets),
+                **({} if knob.integer else {"readout_format": f".{knob.digits}f"}),
+            )
+        widget.observe(lambda change, name=knob.name: configure(name, change["new"]), names="value")
+        knobs[knob.name] = _classed(widget, f"grpo-lab-{knob.name.replace('_', '-')}")
+    return knobs
+
+
+def _buttons(widgets, press) -> dict:
+    """The buttons of :data:`~grpo_core.lab.spec.ACTIONS`, by name, each calling ``press(name)``."""
+    buttons = {}
+    for action in ACTIONS:
+        widget = widgets.Button(
+            description=action.label,
+            button_style=action.style,
+            icon=action.icon,
+            tooltip=action.tooltip,
+            layout=widgets.Layout(width="145px"),
+        )
+        widget.on_click(lambda _, name=action.name: press(name))
+        buttons[action.name] = _classed(widget, f"grpo-lab-{action.name}")
+    return buttons
+
+
+def _layout(widgets, controls: Controls, view, names, rewards):
+    """Header above; controls in sections beside (or, on a narrow lab, above) the views."""
+    # the lab's title and its parts' titles are headings (WCAG 1.3.1), below a notebook's or a page's h2
+    titled = '<div class="grpo-section" role="heading" aria-level="4">{}</div>'
+    section = lambda title: widgets.HTML(titled.format(title))  # noqa: E731
+    header = _classed(
+        widgets.HTML(
+            f'<div class="grpo-header-title" role="heading" aria-level="3">{TITLE}</div>'
+            f'<div class="grpo-header-sub">{subtitle(names, rewards)}</div>'
+        ),
+        "grpo-lab-header",
+    )
+    note = widgets.HTML(f'<div class="grpo-note">{WORDS["note"]}</div>')
+    actions, sharpen = WORDS["sections"]
+    buttons = controls.buttons
+    knobs, heading = [], None
+    for knob in KNOBS:
+        if knob.section != heading:
+            heading = knob.section
+            knobs.append(section(heading))
+        knobs.append(controls.knobs[knob.name])
+    column = _classed(
+        widgets.VBox(
+            [
+                *knobs,
+                section(actions),
+                widgets.HBox([buttons["sample"], buttons["step"]]),
+                widgets.HBox([buttons["run"], buttons["reset"]]),
+                controls.steps,
+                controls.seed,
+                section(sharpen),
+                controls.sharpen_action,
+                controls.sharpen_prob,
+                buttons["sharpen"],
+                note,
+            ]
+        ),
+        "grpo-lab-controls",
+    )
+    body = _classed(widgets.HBox([column, view]), "grpo-lab-body")
+    return _classed(widgets.VBox([header, body]), "grpo-lab")
