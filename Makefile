@@ -128,20 +128,28 @@ bench: $(STAMP)
 # Homework (otter-grader; see book/instructors.md).
 # make homework: student notebook + requirements.txt, reference notebook and self-contained
 #   autograder zip per assignment in homework/dist/NAME/
-# make grade SUBMISSIONS=dir [TIMEOUT=600] [CALL_TIMEOUT=60] [JOBS=2] [ROSTER=roster.csv] [DEADLINE=2027-01-15T23:59+00:00]: every
+# make grade SUBMISSIONS=dir [TIMEOUT=600] [CELL_TIMEOUT=60] [CALL_TIMEOUT=60] [JOBS=2] [ROSTER=roster.csv] [DEADLINE=2027-01-15T23:59+00:00]: every
 #   file under dir (or one student's folder or file of a class folder graded before) gets one row; each notebook or
 #   exported zip runs in its own bubblewrap jail (apt-get install bubblewrap; no root needed)
 #   -> homework/dist/grades/NAME.csv (merged by file), unmatched.csv, feedback/, manual-NAME.md, reports/
-.PHONY: homework grade
+.PHONY: homework grade class-judge
 TIMEOUT ?= 600
+CELL_TIMEOUT ?= 60
 CALL_TIMEOUT ?= 60
 JOBS ?= 2
 homework: $(STAMP)
 	$(BIN)/python homework/build.py
 
 grade: $(STAMP)
-	$(BIN)/python homework/grade.py $(SUBMISSIONS) --timeout $(TIMEOUT) --call-timeout $(CALL_TIMEOUT) --jobs $(JOBS) $(if $(ROSTER),--roster $(ROSTER)) \
-		$(if $(DEADLINE),--deadline $(DEADLINE))
+	$(BIN)/python homework/grade.py $(SUBMISSIONS) --timeout $(TIMEOUT) --cell-timeout $(CELL_TIMEOUT) \
+		--call-timeout $(CALL_TIMEOUT) --jobs $(JOBS) $(if $(ROSTER),--roster $(ROSTER)) $(if $(DEADLINE),--deadline $(DEADLINE))
+
+# make class-judge [SEED=2026]: a synthetic class (11 students, ~75 files, hw3-hw10) graded by grade.py and by an
+#   independent judge (tests/class_judge.py), after `make homework`; prints the rows agreeing / total, fails on any
+#   disagreement (about 20 minutes)
+SEED ?= 2026
+class-judge: $(STAMP)
+	$(BIN)/python tests/class_judge.py --seed $(SEED)
 
 clean:
 	rm -rf _build .pytest_cache .coverage .coverage.*

@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the grader never imports nbformat (1.5 CPU-s: grade.parse_n
 
 FEEDBACK_CHARS = 300
 CALL_SECONDS = 60.0  # one call of a student's function (the whole submission has its own limit, grade.py's)
+CELL_SECONDS = 60.0  # one cell of the notebook
 MISTAKE = re.compile(r"^# mistake: ([a-z0-9-]+)$", re.MULTILINE)
 RAW_BOUNDARY = re.compile(r"^\s*#\s*(BEGIN|END)\s+(QUESTION|SOLUTION|TESTS)\b")
 
@@ -185,13 +186,22 @@ def reference(key: dict) -> dict:
 
 
 class Session:
-    """The conversation with one submission's jail. A call that does not return within ``call_seconds`` fails the
-    test that made it (:class:`DidNotReturn`); the jail, killed, is started again and runs the notebook's cells
-    again (the ``first`` request) before the next call, all within the jail's own wall time, which stays the limit
-    of the whole submission. What reading its replies costs this process (:meth:`charged`) comes off that time."""
+    """The conversation with one submission's jail. The notebook's code ``cells`` (``(number in the notebook,
+    source)``) are sent one at a time: a cell that does not finish within ``cell_seconds`` is stopped (the jail is
+    killed, however the cell handles signals), named in the feedback by its number and first line, and left out
+    from then on: the jail is started again and runs the cells before it again, so what it would have defined stays
+    undefined and the later cells and the tests run. A call that does not return within ``call_seconds`` fails the
+    test that made it (:class:`DidNotReturn`); the jail is then started again, the same way, before the next call.
+    The jail's own wall time, restarts included, stays the limit of the whole submission. What reading its replies
+    costs this process (:meth:`charged`) comes off that time."""
 
-    def __init__(self, jail: Jail, first: dict, call_seconds: float):
-        self.jail, self.first, self.call_seconds, self.hung = jail, first, call_seconds, False
+    def __init__(
+        self, jail: Jail, cells: list[tuple[int, str]], names: list[str], call_seconds: float, cell_seconds: float
+    ):
+        self.jail, self.cells, self.names = jail, cells, names
+        self.call_seconds, self.cell_seconds = call_seconds, cell_seconds
+        self.stuck: dict[int, str] = {}  # cells that did not finish: number -> what the feedback says
+        self.hung = False
 
     def charged(self, work, *args):
         """``work(*args)``, the CPU seconds this thread spends on it taken from the jail's wall time: a submission
@@ -203,7 +213,36 @@ class Session:
             self.jail.deadline -= time.thread_time() - started
 
     def start(self) -> dict:
-        return self.charged(self.jail.ask, self.first)
+        """Run the cells (all but those that did not finish before), then ask for the values of the names the
+        tests read: ``{"values": ..., "cells_raised": [...]}``, what each cell that raised or did not finish did,
+        in the notebook's order."""
+        raised = self._run_cells()
+        try:
+            reply = self.charged(self.jail.ask, {"names": self.names}, self.cell_seconds)
+        except Hung:  # encoding a value ran the student's code (a set's items' __repr__) and it did not end
+            raise JailError(f"reading the notebook's values did not finish within {self.cell_seconds:g} s") from None
+        return {"values": reply.get("values"), "cells_raised": raised}
+
+    def _run_cells(self) -> list[str]:
+        """What the cells raised or did not finish; every cell that hangs is recorded and the jail restarted."""
+        while True:
+            raised = {}
+            for number, source in self.cells:
+                if number in self.stuck:
+                    continue
+                request = {"cell": source, "number": number}
+                try:
+                    reply = self.charged(self.jail.ask, request, self.cell_seconds)
+                except Hung:
+                    self.stuck[number] = f"{cell_name(number, source)} did not finish within {self.cell_seconds:g} s"
+                    self.jail.restart()
+                    break
+                if reply.get("cell") != number:
+                    raise JailError("the notebook's process sent something that is not an answer")
+                if reply.get("raised") is not None:
+                    raised[number] = f"{cell_name(number, source)}: {str(reply['raised'])[:FEEDBACK_CHARS]}"
+            else:
+                return [text for _, text in sorted({**raised, **self.stuck}.items())]
 
     def call(self, name: str, request: dict) -> dict:
         if self.hung:
@@ -215,6 +254,13 @@ class Session:
         except Hung:
             self.hung = True
             raise DidNotReturn(f"`{name}(…)` did not return within {self.call_seconds:g} s") from None
+
+
+def cell_name(number: int, source: str) -> str:
+    """A cell as its feedback names it: ``cell 7 (`while True: …`)``, its number in the notebook and first line."""
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    return f"cell {number} (`{first[:60]}{' …' if len(first) > 60 or len(lines) > 1 else ''}`)"
 
 
 class StudentFunction:
@@ -315,17 +361,22 @@ def run_case(case: dict, base: dict, values: dict, seen: list) -> tuple[bool, st
 
 
 def grade(
-    key: dict, cells: list[str], jail: Jail, call_seconds: float = CALL_SECONDS
+    key: dict,
+    cells: list[tuple[int, str]],
+    jail: Jail,
+    call_seconds: float = CALL_SECONDS,
+    cell_seconds: float = CELL_SECONDS,
 ) -> tuple[dict[str, float], list[dict], str]:
     """``(points per question, feedback per test case, error)`` of one notebook's code ``cells``; an error (the
-    jail's limits, the grader's own failure) scores nothing and says why. A call of the student's functions that
-    does not return within ``call_seconds`` fails only the test cases that make it (:class:`Session`)."""
+    jail's limits, the grader's own failure) scores nothing and says why. A cell that does not finish within
+    ``cell_seconds`` costs only the tests that need what it would have defined, and a call of the student's
+    functions that does not return within ``call_seconds`` only the test cases that make it (:class:`Session`)."""
     names = used_names(key)
     scores = {question["name"]: 0.0 for question in key["questions"]}
     feedback: list[dict] = []
     try:
         base = {name: value for name, value in reference(key).items() if name not in key["student_names"]}
-        session = Session(jail, {"cells": cells, "names": names}, call_seconds)
+        session = Session(jail, cells, names, call_seconds, cell_seconds)
         reply = session.start()
         seen: list = []
         raised = cells_raised(reply)

@@ -8,12 +8,13 @@ numbers, none in colour) and the same facts as CSV (``section, question, item, s
   many students made it and up to :data:`EXAMPLES` of their files;
 * **public passed, hidden failed**: per question, the students whose public checks all passed and whose hidden
   cases did not (what a student could not see coming);
-* **hang**: the submissions that ran out of time, whole or in one call, and what the grader said.
+* **hang**: the submissions that ran out of time, whole, in a cell or in one call, and what the grader said.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections import Counter
 
 from sheets import csv_text
@@ -27,12 +28,15 @@ def mistake_of(question: str, number: int, case: dict) -> str:
     return case.get("mistake") or f"{question}, hidden case {number}"
 
 
+HANG = re.compile(r"`[^`]*\(…\)` did not return within \S+ s|cell \d+ \(`.*?`\) did not finish within \S+ s")
+
+
 def hang_of(record: dict) -> str:
-    """What ran out of time in one submission (the whole notebook, or a call: the grader's words), or ''."""
+    """What ran out of time in one submission (the whole notebook, a cell or a call: the grader's words), or ''."""
     if "time limit" in record["error"]:
         return record["error"]
-    calls = [entry.get("message") or entry.get("reason", "") for entry in record["tests"]]
-    return "; ".join(sorted({text for text in calls if "did not return within" in text}))
+    said = [entry.get("message") or entry.get("reason", "") for entry in record["tests"]]
+    return "; ".join(sorted({hang for text in said for hang in HANG.findall(text)}))
 
 
 def facts(key: dict, records: list[dict]) -> list[tuple[str, str, str, int, list[str]]]:

@@ -1,7 +1,8 @@
 """Grade a folder of submissions, each in its own jail, into one sheet per assignment.
 
     python homework/grade.py SUBMISSIONS [--dist homework/dist] [--out DIR] [--jobs N] [--timeout SECONDS]
-                             [--roster roster.csv] [--deadline 2026-12-01T23:59+00:00] [--python PYTHON]
+                             [--cell-timeout SECONDS] [--call-timeout SECONDS] [--roster roster.csv]
+                             [--deadline 2026-12-01T23:59+00:00] [--python PYTHON]
 
 Every file under SUBMISSIONS (any depth; ``.ipynb_checkpoints`` folders skipped) gets exactly one
 row. A notebook (``*.ipynb``) or a zip made by the notebook's export cell (only the one notebook
@@ -13,7 +14,9 @@ a row in ``unmatched.csv`` saying why. Sizes are checked before anything is read
 
 Each notebook's code runs in a jail (``jail.py``: bubblewrap, seccomp, no network, limits) with
 the Python environment of ``--python``; the jail returns answers as data and ``checker.py`` scores
-them in this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds).
+them in this process. ``--timeout`` bounds each submission's wall time (and its CPU seconds), restarts included;
+``--cell-timeout`` each of its cells (one that does not finish is left out, the rest graded) and ``--call-timeout``
+each call of its functions by a test (a call that does not return fails that test).
 
 ``OUT`` (default ``DIST/grades``) receives the sheets (one row per file, merged by file, each student's
 attempts numbered and the latest marked as the one that counts), ``unmatched.csv``, feedback, written answers and
@@ -154,11 +157,12 @@ def assignment_name(notebook: dict) -> str:
     return name
 
 
-def code_sources(notebook: dict) -> list[str]:
-    """The code grading runs: every code cell but those otter skips (tagged ``otter_ignore``)."""
+def code_sources(notebook: dict) -> list[tuple[int, str]]:
+    """The code grading runs, as ``(number of the cell in the notebook, from 1; source)``: every code cell but
+    those otter skips (tagged ``otter_ignore``)."""
     return [
-        cell["source"]
-        for cell in notebook["cells"]
+        (number, cell["source"])
+        for number, cell in enumerate(notebook["cells"], 1)
         if cell["cell_type"] == "code" and "otter_ignore" not in cell["metadata"]["tags"]
     ]
 
@@ -183,8 +187,15 @@ def load_rubrics(dist: Path) -> dict[str, str]:
 class Grader:
     """Grades one submission at a time per job slot, each in a fresh jail."""
 
-    def __init__(self, keys: dict[str, dict], python: str, timeout: float, call_timeout: float = checker.CALL_SECONDS):
-        self.keys, self.timeout, self.call_timeout = keys, timeout, call_timeout
+    def __init__(
+        self,
+        keys: dict[str, dict],
+        python: str,
+        timeout: float,
+        call_timeout: float = checker.CALL_SECONDS,
+        cell_timeout: float = checker.CELL_SECONDS,
+    ):
+        self.keys, self.timeout, self.call_timeout, self.cell_timeout = keys, timeout, call_timeout, cell_timeout
         self.paths = python_paths(python)
         self.python = python
         # The jail sees the environment read-only: Python compiles here, once, what every jail imports.
@@ -212,7 +223,7 @@ class Grader:
         jail = self.jail()
         try:
             key, cells = self.keys[row.assignment], code_sources(notebook)
-            row.scores, feedback, row.error = checker.grade(key, cells, jail, self.call_timeout)
+            row.scores, feedback, row.error = checker.grade(key, cells, jail, self.call_timeout, self.cell_timeout)
         finally:
             jail.close()
         return row, feedback, manual_answers(notebook)
@@ -265,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         "--call-timeout", type=_positive, default=checker.CALL_SECONDS,
         help="seconds one call of a student's function may run (a test whose call does not return fails)",
     )  # fmt: skip
+    parser.add_argument(
+        "--cell-timeout", type=_positive, default=checker.CELL_SECONDS,
+        help="seconds one cell of a notebook may run (a cell that does not finish is left out, the rest graded)",
+    )  # fmt: skip
     parser.add_argument("--roster", type=Path, help="CSV with columns student_id,file (file: path or folder)")
     parser.add_argument("--deadline", type=_deadline, help="ISO 8601 time with zone: later hand-ins are marked late")
     parser.add_argument("--python", default=sys.executable, help="the Python environment that runs the notebooks")
@@ -287,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or args.dist / "grades"
     records = Records(out, keys, args.deadline, load_rubrics(args.dist))
     folder = class_folder(out, args.submissions)
-    grader = Grader(keys, args.python, args.timeout, args.call_timeout)
+    grader = Grader(keys, args.python, args.timeout, args.call_timeout, args.cell_timeout)
 
     def grade_and_record(path: Path) -> Row:
         try:

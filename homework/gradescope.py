@@ -60,17 +60,20 @@ class ContainerJail(Jail):
         env += ["OPENBLAS_NUM_THREADS=1", "MPLBACKEND=agg"]
         return [*limits[: limits.index("--") + 1], *drop, *env, python, "-I", str(self.folder / "runner.py")]
 
-    def close(self) -> None:
-        """Kill the runner's process group and every process left of its uid (one may leave the group), remove its
-        folder, then give the uid back."""
-        self._stop()
+    def _stop(self) -> None:
+        """Kill the runner's process group and every process left of its uid (one may leave the group): when the
+        jail is closed, and when a cell or call that did not finish makes it start again."""
+        super()._stop()
         for pid in (int(entry) for entry in os.listdir("/proc") if entry.isdigit()):
             with contextlib.suppress(OSError):
                 if os.stat(f"/proc/{pid}").st_uid == self.uid:
                     os.kill(pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Stop the runner (:meth:`_stop`), give the uid back, remove its folder."""
+        super().close()
         if hasattr(self, "folder"):
             shutil.rmtree(self.folder, ignore_errors=True)
-        super().close()
 
 
 def jail_kind(python: str) -> type[Jail]:
@@ -80,7 +83,7 @@ def jail_kind(python: str) -> type[Jail]:
     for kind in (Jail, ContainerJail) if os.geteuid() == 0 else (Jail,):
         jail = kind(python, python_paths(python), 60)
         try:
-            jail.ask({"cells": [], "names": []})
+            jail.ask({"names": []})
             return kind
         except JailError as error:
             tried.append(f"{kind.__name__}: {error}")

@@ -4,14 +4,19 @@
 
 It holds no test, no reference value and no grader channel. Its first line, before
 any of the submission's code runs, is ``{"ready": true}`` (so the trusted side can
-tell a jail that failed to start from a submission). The first request is
-``{"cells": [...], "names": [...]}``: it runs every code cell (an error ends the
-cell, not the run), then answers with the value of each name the tests need, as
-data (:func:`encode`), and with what each cell that raised raised. Every further
-request, ``{"call": NAME, "args": [...], "kwargs": {...}}``, calls the student's
-function ``NAME`` on inputs that the trusted checker chose, and answers with the
-result as data. Whatever the student's code does to this process, it can change
-only its own answers.
+tell a jail that failed to start from a submission). Then it answers requests, one
+line each, in the namespace the notebook's cells build:
+
+* ``{"cell": SOURCE, "number": N}`` runs one code cell (an error ends the cell, not
+  the run) and answers ``{"cell": N, "raised": "TypeError: ..." or null}``; the
+  trusted side sends the cells one at a time, each with a time limit of its own;
+* ``{"names": [...]}`` answers with the value of each name the tests need, as data
+  (:func:`encode`);
+* ``{"call": NAME, "args": [...], "kwargs": {...}}`` calls the student's function
+  ``NAME`` on inputs that the trusted checker chose, and answers with the result as
+  data.
+
+Whatever the student's code does to this process, it can change only its own answers.
 
 :func:`encode` and :func:`decode` are the one data format of both sides: JSON
 with ``None``, booleans, numbers and strings as themselves and tagged objects for
@@ -41,7 +46,6 @@ import types
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float16", "float32", "float64")
 MAX_ITEMS = 1_000_000  # elements of one array
 MAX_DEPTH = 20
-MAX_RAISED = 20  # cells whose errors the first reply reports
 MAX_DIMS = 32  # NumPy 1's most
 NUMBER_CHARS = 40  # a float64's repr has at most 24; an int64 at most 20
 MAX_CONTAINERS = 2**20  # JSON lists and objects in one reply (each costs the reading process about 60 bytes)
@@ -220,33 +224,24 @@ def described(error: BaseException) -> str:
         return type(error).__name__
 
 
-def run_cells(cells: list[str]) -> tuple[dict, list[str]]:
-    """The notebook's namespace after running ``cells`` in order (a cell that raises just ends), and what each
-    cell that raised raised, named by its first line ("the cell `import grpo_core`: ModuleNotFoundError: ...")."""
+def fresh_namespace() -> dict:
+    """The namespace a notebook's cells run in, with otter's notebook API made quiet (:class:`_Quiet`)."""
     otter = types.ModuleType("otter")
     otter.Notebook = _Quiet
     sys.modules["otter"] = otter
-    namespace = {"__name__": "__main__", "__builtins__": __builtins__}
-    raised = []
-    for number, source in enumerate(cells, start=1):
-        try:
-            exec(compile(_without_magics(source), f"<cell {number}>", "exec"), namespace)
-        except BaseException as error:  # the student's error, reported as data
-            first = next((line.strip() for line in source.splitlines() if line.strip()), "")
-            raised.append(f"the cell `{first[:60]}`: {described(error)}")
-    return namespace, raised[:MAX_RAISED]
-
-
-def first_reply(request: dict) -> tuple[dict, dict]:
-    """Run the cells of the first request; the namespace they leave, and the reply: the value of each name asked
-    for, as data, and what the cells that raised raised."""
-    namespace, raised = run_cells(request["cells"])
-    values = {name: encode(namespace[name]) for name in request["names"] if name in namespace}
-    return namespace, {"values": values, "cells_raised": raised}
+    return {"__name__": "__main__", "__builtins__": __builtins__}
 
 
 def answer(request: dict, namespace: dict) -> dict:
-    """The reply to one call request: ``{"value": ...}`` or ``{"raised": "TypeError: ..."}``."""
+    """The reply to one request (see the module docstring)."""
+    if "cell" in request:
+        try:
+            exec(compile(_without_magics(request["cell"]), f"<cell {request['number']}>", "exec"), namespace)
+            return {"cell": request["number"], "raised": None}
+        except BaseException as error:  # the student's error, reported as data
+            return {"cell": request["number"], "raised": described(error)}
+    if "names" in request:
+        return {"values": {name: encode(namespace[name]) for name in request["names"] if name in namespace}}
     function = namespace.get(request["call"])
     try:
         args = [decode(item) for item in request["args"]]
@@ -264,10 +259,7 @@ def main() -> int:
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)  # the grader stops reading stderr: what the notebook writes goes nowhere
     sys.stdout = sys.stderr = open(quiet, "w")  # noqa: SIM115
-    first = json.loads(sys.stdin.readline())
-    namespace, reply = first_reply(first)
-    replies.write(json.dumps(reply) + "\n")
-    replies.flush()
+    namespace = fresh_namespace()
     for line in sys.stdin:
         replies.write(json.dumps(answer(json.loads(line), namespace)) + "\n")
         replies.flush()

@@ -23,8 +23,10 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parents[1]
 HOMEWORK = ROOT / "homework"
 FIXTURES = ROOT / "tests" / "fixtures" / "homework"
-FIXTURE_DATA = tomllib.loads((FIXTURES / "wrong_submissions.toml").read_text(encoding="utf8"))
-WRONG, MISTAKES = FIXTURE_DATA["submission"], FIXTURE_DATA["mistake"]
+# The plausible mistakes of every assignment (tests/test_homework_mistakes.py); those with a `file` are also handed
+# in as files and graded in jails (WRONG: tests/test_grading.py, tests/test_grading_clean.py).
+MISTAKES = tomllib.loads((FIXTURES / "mistakes.toml").read_text(encoding="utf8"))["mistake"]
+WRONG = [mistake for mistake in MISTAKES if "file" in mistake]
 INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
 # Files a hostile submission tries to write: none may exist after grading.
 MARKERS = [ROOT / "homework" / "pwned.txt", Path("/tmp/pwned-by-a-submission"), Path("/dev/shm/pwned-by-a-submission")]
@@ -73,6 +75,51 @@ def questions(name: str) -> dict[str, int]:
     return {q["name"]: len(q["cases"]) for q in checker.make_key(build.master_notebook(name))["questions"]}
 
 
+def points_of(mistake: dict) -> dict[str, int]:
+    """The points a mistake of the fixture earns per question: its ``scores`` where it lists one, else full marks."""
+    return {**questions(mistake["assignment"]), **mistake["scores"]}
+
+
+def master_code(name: str) -> list[str]:
+    """The master's code cells outside its tests: the reference solution, as the autograder notebook holds it."""
+    found, block = [], None
+    for cell in build.master_notebook(name).cells:
+        first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+        if cell.cell_type == "raw" and first in ("# BEGIN TESTS", "# END TESTS"):
+            block = first.split()[1]
+        elif cell.cell_type == "code" and block != "BEGIN":
+            found.append(cell.source)
+    return found
+
+
+def blanked(source: str) -> str:
+    """A cell as the student receives it: solution lines become ``...`` (otter assign's rule)."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        indent = line[: len(line) - len(line.lstrip())]
+        if line.strip() in INLINE_MARKERS:
+            inside = line.strip() == INLINE_MARKERS[0]
+            lines += [f"{indent}..."] if inside else []
+        elif line.endswith("# SOLUTION"):
+            lines.append(re.sub(r"=.*", "= ...", line))
+        elif not inside:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def patched(name: str, patch: list[list[str]] | None) -> list[str]:
+    """The master's code cells with each ``[old, new]`` of ``patch`` applied once (``old`` must occur exactly once,
+    so a fixture cannot go stale silently), or blanked as the student receives them (``patch`` None)."""
+    cells = master_code(name)
+    if patch is None:
+        return [blanked(source) for source in cells]
+    for old, new in patch:
+        hits = [i for i, source in enumerate(cells) if old in source]
+        assert len(hits) == 1 and cells[hits[0]].count(old) == 1, f"{name}: stale patch {old!r}"
+        cells[hits[0]] = cells[hits[0]].replace(old, new)
+    return cells
+
+
 def filled(student: nbformat.NotebookNode, solutions: nbformat.NotebookNode) -> nbformat.NotebookNode:
     """The student notebook with every answer cell holding the reference answer (markers removed)."""
     answered = copy.deepcopy(student)
@@ -82,18 +129,25 @@ def filled(student: nbformat.NotebookNode, solutions: nbformat.NotebookNode) -> 
         if "otter_answer_cell" in mine.metadata.get("tags", []):
             assert "otter_assign_solution_cell" in reference.metadata.get("tags", [])
             lines = [line for line in reference.source.splitlines() if line.strip() not in INLINE_MARKERS]
-            mine.source = "\n".join(re.sub(r"\s*# SOLUTION$", "", line) for line in lines)
+            mine.source = unmarked("\n".join(lines))
     return answered
 
 
+def unmarked(source: str) -> str:
+    """``source`` without otter's ``# SOLUTION`` line markers."""
+    return re.sub(r"[ \t]*# SOLUTION$", "", source, flags=re.MULTILINE)
+
+
 def wrong_submission(dist: Path, fixture: dict) -> nbformat.NotebookNode:
+    """The student notebook with the reference answers and the fixture's mistake (its ``patch``)."""
     name = fixture["assignment"]
     student = nbformat.read(dist / name / "student" / f"{name}.ipynb", as_version=4)
     solutions = nbformat.read(dist / name / "autograder" / f"{name}.ipynb", as_version=4)
     notebook = filled(student, solutions)
-    hits = [cell for cell in notebook.cells if fixture["replace"] in cell.source]
-    assert len(hits) == 1 and hits[0].source.count(fixture["replace"]) == 1, f"{fixture['file']} is stale"
-    hits[0].source = hits[0].source.replace(fixture["replace"], fixture["with"])
+    for old, new in ([unmarked(text) for text in pair] for pair in fixture["patch"]):  # as filled() writes them
+        hits = [cell for cell in notebook.cells if old in cell.source]
+        assert len(hits) == 1 and hits[0].source.count(old) == 1, f"{fixture.get('file', fixture['mistake'])} is stale"
+        hits[0].source = hits[0].source.replace(old, new)
     return notebook
 
 
@@ -175,29 +229,30 @@ def jail_processes() -> list[int]:
 
 class InProcess:
     """The jailed runner's part, played in this process (for notebooks we wrote: the reference solutions); one
-    notebook's cells at a time, so that threads grading at once see each other's otter stand-in never."""
+    request at a time, so that threads grading at once see each other's otter stand-in never."""
 
     lock = threading.Lock()
     deadline = float("inf")  # what the checker charges for reading replies comes off a time no jail here keeps
 
-    def ask(self, request: dict, seconds: float | None = None) -> dict:  # no call is timed in this process
-        if "cells" in request:
-            with self.lock:
-                otter = sys.modules.get("otter")
-                try:
-                    self.namespace, reply = runner.first_reply(request)
-                finally:  # run_cells puts a stand-in for otter in sys.modules, as it does in the jail
-                    sys.modules.pop("otter")
-                    if otter is not None:
-                        sys.modules["otter"] = otter
-            return json.loads(json.dumps(reply))
-        return json.loads(json.dumps(runner.answer(request, self.namespace)))
+    def ask(self, request: dict, seconds: float | None = None) -> dict:  # no request is timed in this process
+        with self.lock:
+            otter = sys.modules.get("otter")
+            try:  # the runner puts a stand-in for otter in sys.modules, as it does in the jail
+                if not hasattr(self, "namespace"):
+                    self.namespace, self.otter = runner.fresh_namespace(), sys.modules["otter"]
+                sys.modules["otter"] = self.otter
+                reply = runner.answer(request, self.namespace)
+            finally:
+                sys.modules.pop("otter")
+                if otter is not None:
+                    sys.modules["otter"] = otter
+        return json.loads(json.dumps(reply))
 
 
 def checked(key: dict, cells: list[str]) -> dict[str, list[tuple[bool, bool]]]:
     """``{question: [(hidden, passed), ...]}`` of code ``cells`` as the grader's checker scores them (the jail's
     part played in this process by :class:`InProcess`)."""
-    _scores, feedback, error = checker.grade(key, cells, InProcess())
+    _scores, feedback, error = checker.grade(key, list(enumerate(cells, 1)), InProcess())
     assert error == ""
     results: dict[str, list[tuple[bool, bool]]] = {}
     for entry in feedback:

@@ -49,6 +49,7 @@ from homework_support import (
     machine_memory,
     notebook,
     outside_state,
+    points_of,
     questions,
     reference,
     scores,
@@ -298,8 +299,8 @@ def test_wrong_submission_loses_exactly_its_points(grades, fixture):
     row = grades[fixture["file"]]
     name = fixture["assignment"]
     assert row["sheet"] == name and row["error"] == ""
-    assert scores(row, name) == {question: float(points) for question, points in fixture["scores"].items()}
-    assert sum(fixture["scores"].values()) < sum(questions(name).values()), "the mistake must cost points"
+    assert scores(row, name) == {question: float(points) for question, points in points_of(fixture).items()}
+    assert sum(points_of(fixture).values()) < sum(questions(name).values()), "the mistake must cost points"
 
 
 @pytest.mark.parametrize(
@@ -314,7 +315,7 @@ def test_an_attack_on_an_untouched_notebook_scores_zero(grades, attack):
 @pytest.mark.parametrize("file", ["hostile/fake-key.ipynb", "hostile/shadows-grpo-core.zip"])
 def test_a_fake_answer_key_changes_nothing(grades, file):
     """The wrong (ddof=1) answers with a grpo_core of the same mistake: the score of the wrong answers, 8 of 13."""
-    assert scores(grades[file], "hw1-advantages") == {q: float(points) for q, points in DDOF1["scores"].items()}
+    assert scores(grades[file], "hw1-advantages") == {q: float(points) for q, points in points_of(DDOF1).items()}
 
 
 def test_a_cell_that_kills_its_parent_kills_nothing(grades):
@@ -341,7 +342,7 @@ def test_feedback_shows_messages_and_own_values_and_leaks_nothing(graded, grades
     (untouched,) = [record for record in records if record["file"] == "untouched/hw1-advantages/any-name.ipynb"]
     assert untouched["tests"][0]["message"] == (
         "one group of 4 rewards must give 4 advantages, yours has shape () (your values: group_advantages(...) = None; "
-        "group_advantages(...) = None) [when the grader ran your notebook: the cell `mean_R = ...`: TypeError: "
+        "group_advantages(...) = None) [when the grader ran your notebook: cell 16 (`mean_R = ... …`): TypeError: "
         "unsupported format string passed to ellipsis.__format__]"
     )
 
@@ -353,7 +354,7 @@ def test_feedback_says_what_the_notebooks_cells_raised(graded, grades):
     texts = [path.read_text() for path in (graded[0] / "feedback" / "hw1-advantages").iterdir()]
     (record,) = [json.loads(text) for text in texts if '"imports-grpo-core.ipynb"' in text]
     failed = [entry.get("message", entry.get("reason")) for entry in record["tests"] if not entry["passed"]]
-    note = f"the cell `{IMPORTS_GRPO_CORE}`: ModuleNotFoundError: No module named 'grpo_core'"
+    note = f" (`{IMPORTS_GRPO_CORE}`): ModuleNotFoundError: No module named 'grpo_core'"
     assert failed and all(note in text for text in failed)
     assert all(text.endswith(f"{checker.WITHOUT_GRPO_CORE}]") for text in failed)
     assert float(grades["imports-grpo-core.ipynb"]["total"]) == 0.0
@@ -397,7 +398,7 @@ def test_odd_names_are_graded_normally(grades, file, name):
 
 
 def test_colliding_names_get_rows_and_feedback_of_their_own(graded, grades):
-    assert scores(grades["names/x__y.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+    assert scores(grades["names/x__y.ipynb"], "hw1-advantages") == {q: float(p) for q, p in points_of(DDOF1).items()}
     files = [json.loads(path.read_text())["file"] for path in (graded[0] / "feedback" / "hw1-advantages").iterdir()]
     assert sorted(files) == sorted(set(files)) and {"names/x/y.ipynb", "names/x__y.ipynb"} <= set(files)
 
@@ -445,7 +446,7 @@ def test_later_runs_keep_the_earlier_ones_and_time_out_an_endless_loop(dist, gra
     assert (
         after["endless.ipynb"]["error"] == "ran longer than its time limit" and after["endless.ipynb"]["total"] == "0"
     )
-    assert scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in DDOF1["scores"].items()}
+    assert scores(after["late.ipynb"], "hw1-advantages") == {q: float(p) for q, p in points_of(DDOF1).items()}
 
 
 # ---------------------------------------------------------------- a slow machine
@@ -538,7 +539,7 @@ def test_a_slow_import_in_two_grading_threads_costs_no_point(dist):
     results = json.loads(done.stdout.splitlines()[-1])  # the last line: the notebooks print above it
     hw1, hw3 = results["hw1-advantages"], results["hw3-bandit-step"]
     assert hw1 == {"scores": {q: float(p) for q, p in questions("hw1-advantages").items()}, "error": "", "failed": []}
-    assert hw3["error"] == "" and hw3["scores"] == {q: float(p) for q, p in OLD_POLICY["scores"].items()}
+    assert hw3["error"] == "" and hw3["scores"] == {q: float(p) for q, p in points_of(OLD_POLICY).items()}
     assert hw3["failed"] and all(entry["reason"] == "a check failed" for entry in hw3["failed"])
 
 
@@ -549,7 +550,7 @@ def test_a_test_the_grader_cannot_import_is_a_row_error_not_a_lost_point(test):
     """Imported before the cases run (``import``) or by a case itself (``__import__``): no score, and the reason."""
     key = {"setup": [], "student_names": ["x"], "questions": [{"name": "q1", "points": 1, "cases": []}]}
     key["questions"][0]["cases"] = [{"code": "assert x == 1", "hidden": False}, {"code": test, "hidden": True}]
-    scores, feedback, error = checker.grade(key, ["x = 1"], InProcess())
+    scores, feedback, error = checker.grade(key, [(1, "x = 1")], InProcess())
     assert (scores, feedback) == ({}, [])
     missing = "ModuleNotFoundError: No module named 'grpo_core.no_such_module'"
     assert error == f"the grader could not import what a test needs ({missing})"
@@ -581,7 +582,7 @@ def test_a_jail_that_died_before_reading_a_request_closes_quietly():
     dead.kill("killed by the test")
     dead.process.wait()
     with pytest.raises(jail.JailError, match="killed by the test"):
-        dead.ask({"cells": [], "names": []})
+        dead.ask({"names": []})
     dead.close()
 
 

@@ -33,6 +33,7 @@ from homework_support import (
     NAMES,
     WRONG,
     jail,
+    points_of,
     questions,
     reference,
     shared_dist,
@@ -101,7 +102,7 @@ def zip_runs(clean_python, dist, tmp_path_factory) -> list[tuple[str, dict, dict
     assignment's reference solutions, then on hw1-ddof1.ipynb, in the clean environment (two at once)."""
     cases = [(name, reference(dist, name), questions(name)) for name in NAMES]
     (wrong,) = [fixture for fixture in WRONG if fixture["file"] == "hw1-ddof1.ipynb"]
-    cases.append((wrong["assignment"], wrong_submission(dist, wrong), wrong["scores"]))
+    cases.append((wrong["assignment"], wrong_submission(dist, wrong), points_of(wrong)))
     base = tmp_path_factory.mktemp("zip-runs")
 
     def graded(number: int) -> tuple[str, dict, dict, Path]:

@@ -50,11 +50,13 @@ def dist(tmp_path_factory) -> Path:
 
 
 def _forged(values: str) -> str:
-    """A first cell that writes a reply of its own, ``{"values": VALUES}``, on the runner's reply descriptor: the
-    checker reads it as the answer to its first request."""
+    """A last cell that writes replies of its own on the runner's reply descriptor: its own cell's (the number read
+    from the runner's frame) and ``{"values": VALUES}``, which the checker reads as the answer to its request for
+    the notebook's values."""
     return (
         "import json, os, sys\n"
-        f"_reply = json.dumps({{'values': {values}, 'cells_raised': []}}) + '\\n'\n"
+        "_done = json.dumps({'cell': sys._getframe(1).f_locals['request']['number'], 'raised': None}) + '\\n'\n"
+        f"_reply = _done + json.dumps({{'values': {values}}}) + '\\n'\n"
         "os.write(int(sys.argv[1]), _reply.encode())\n"
     )
 
@@ -157,7 +159,7 @@ def test_reading_a_reply_is_charged_to_its_submission():
             return runner.loads(json.dumps({"value": {"list": [{"list": []}] * 100_000}}).encode())
 
     jail_ = Answering()
-    session = checker.Session(jail_, {"cells": [], "names": []}, 60)
+    session = checker.Session(jail_, [], [], 60, 60)
     reply = session.call("f", {"call": "f", "args": [], "kwargs": {}})
     asked = jail_.deadline
     session.charged(runner.decode, reply["value"])
@@ -240,14 +242,14 @@ def test_two_runs_on_one_machine_never_share_a_jail_uid():
     while another process (a second run) starts a jail: the two must differ, and the first uid is free again
     once its jail is closed."""
     assert os.geteuid() == 0, "the jails' uids are chosen only when the grader runs as root"
-    ask_uid = {"cells": ["import os\nuid = os.getuid()"], "names": ["uid"]}
+    ask_uid = [{"cell": "import os\nuid = os.getuid()", "number": 1}, {"names": ["uid"]}]
     first = jail.Jail(sys.executable, jail.python_paths(sys.executable), 60)
     try:
-        mine = first.ask(ask_uid)["values"]["uid"]
+        mine = [first.ask(request) for request in ask_uid][-1]["values"]["uid"]
         script = (
             f"import sys\nsys.path.insert(0, {str(ROOT / 'homework')!r})\nfrom jail import Jail, python_paths\n"
             f"other = Jail(sys.executable, python_paths(sys.executable), 60)\n"
-            f"print(other.ask({ask_uid!r})['values']['uid'])\nother.close()\n"
+            f"print([other.ask(request) for request in {ask_uid!r}][-1]['values']['uid'])\nother.close()\n"
         )
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
         theirs = int(done.stdout)
@@ -255,7 +257,7 @@ def test_two_runs_on_one_machine_never_share_a_jail_uid():
         first.close()
     again = jail.Jail(sys.executable, jail.python_paths(sys.executable), 60)
     try:
-        reused = again.ask(ask_uid)["values"]["uid"]
+        reused = [again.ask(request) for request in ask_uid][-1]["values"]["uid"]
     finally:
         again.close()
     assert jail.UID_BASE <= mine < jail.UID_BASE + jail.UIDS and jail.UID_BASE <= theirs < jail.UID_BASE + jail.UIDS
@@ -313,4 +315,4 @@ def test_a_call_that_never_returns_costs_only_the_tests_that_make_it(dist, tmp_p
 
 
 def _code(nb) -> list[str]:
-    return grade.code_sources(grade.parse_notebook(json.dumps(nb).encode()))
+    return [source for _, source in grade.code_sources(grade.parse_notebook(json.dumps(nb).encode()))]

@@ -1,7 +1,7 @@
 """What a student sees when a public check fails: the assertion, its message and their own values, in six lines.
 
 Each variant of every assignment's master (the reference, the blank notebook, and each plausible near-miss of
-tests/fixtures/homework/near_misses.toml and wrong_submissions.toml) runs its code cells in this process; then
+tests/fixtures/homework/mistakes.toml) runs its code cells in this process; then
 every question is checked as the student's notebook checks it: otter's ``Notebook.check`` on the public test
 files the student notebook writes (``build.public_test_files``) and the variant's namespace. A question whose
 public tests the grader's checker fails must print at most six lines, end with the failing assertion's message
@@ -15,8 +15,7 @@ import ast
 import re
 
 import pytest
-from homework_support import MISTAKES, WRONG, InProcess, build, checker, leaks
-from test_homework_new import NEAR_MISSES, blanked, code_cells
+from homework_support import MISTAKES, InProcess, build, checker, leaks, patched
 
 MAX_LINES = 6
 STUB = re.compile(r"returned None: finish the function|is still \.\.\.: replace it with your answer")
@@ -27,28 +26,15 @@ def variants() -> list[tuple[str, str, list[tuple[str, str]]]]:
     """``(id, assignment, [(old, new), ...])``: every master as given and with each plausible mistake."""
     found = [(f"{name}-reference", name, []) for name in build.assignment_names()]
     found += [(f"{name}-blank", name, None) for name in build.assignment_names()]
-    found += [(f"{m['assignment']}-{m['mistake']}", m["assignment"], [(m["replace"], m["with"])]) for m in NEAR_MISSES]
     found += [(f"{m['assignment']}-{m['mistake']}", m["assignment"], m["patch"]) for m in MISTAKES]
-    found += [(f"{w['assignment']}-{w['file']}", w["assignment"], [(w["replace"], w["with"])]) for w in WRONG]
     return found
-
-
-def variant_cells(name: str, patches: list | None) -> list[str]:
-    master_cells = code_cells(build.master_notebook(name))
-    if patches is None:
-        return [blanked(source) for source in master_cells]
-    for old, new in patches:
-        hits = [i for i, source in enumerate(master_cells) if old in source]
-        assert len(hits) == 1 and master_cells[hits[0]].count(old) == 1, f"stale patch: {old!r}"
-        master_cells[hits[0]] = master_cells[hits[0]].replace(old, new)
-    return master_cells
 
 
 def public_failures(key: dict, cells: list[str]) -> tuple[dict[str, str], dict]:
     """``({question: message}, namespace)``: the message of the first public case that the grader's checker fails,
     per question, and the namespace the cells left (the jail's part is played in this process)."""
     jail = InProcess()
-    _scores, feedback, error = checker.grade(key, cells, jail)
+    _scores, feedback, error = checker.grade(key, list(enumerate(cells, 1)), jail)
     assert error == ""
     failures: dict[str, str] = {}
     for entry in feedback:
@@ -83,7 +69,7 @@ def test_a_failing_public_check_prints_its_message_and_the_students_value(
     key = checker.make_key(master)
     for file, text in build.public_test_files(key).items():
         (tmp_path / file).write_text(text)
-    cells = variant_cells(name, patches)
+    cells = patched(name, patches)
     failures, env = public_failures(key, cells)
     _solutions, hidden = leaks.master_secrets(master)
     for question in [q["name"] for q in key["questions"]]:

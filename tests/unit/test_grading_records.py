@@ -68,7 +68,7 @@ def submission(path: Path, passed: list[bool], answers=(), error: str = "", mtim
 
 
 class FakeGrader:
-    def __init__(self, keys, python, timeout, jobs):
+    def __init__(self, keys, python, timeout, call_timeout, cell_timeout):
         pass
 
     def grade_one(self, path: Path, folder: Path):
