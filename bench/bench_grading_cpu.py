@@ -17,8 +17,8 @@ ten slowest phases per file too. Run it once before the run you keep: the first 
 Measured on a shared 2-core machine (load 5.5-7.6: other sessions' work, not counted), warm bytecode, before the
 grading tier's cuts (90a99f8) and after them (d3d9f75), CPU-s: test_grading 54.5 -> 38.0, test_grading_redteam
 30.5 -> 12.6, test_grading_clean 36.0 -> 30.7, test_homework 19.1 -> 15.9, test_public_checks 18.9 -> 17.1
-(back to back, twice: 24.3 and 21.4 -> 16.2 and 17.1), test_homework_new 5.8 -> 5.6; all six 164.8 -> 119.9. A
-first baseline run (183.3) was inflated by cold bytecode: the commits before d3d9f75 quote it.
+(back to back, twice: 24.3 and 21.4 -> 16.2 and 17.1), test_homework_new (now test_course_plan) 5.8 -> 5.6; all
+six 164.8 -> 119.9. A first baseline run (183.3) was inflated by cold bytecode: the commits before d3d9f75 quote it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = [
     "tests/homework/test_homework.py",
-    "tests/homework/test_homework_new.py",
+    "tests/homework/test_course_plan.py",
     "tests/homework/test_public_checks.py",
     "tests/homework/test_grading.py",
     "tests/homework/test_grading_redteam.py",

@@ -1,6 +1,6 @@
 """How fast the lab answers in a real JupyterLab (issue 18), driven by headless Debian Chromium.
 
-A JupyterLab of our own (``tests/test_lab_browser.py``'s server) opens a fresh
+A JupyterLab of our own (``tests/browser/test_lab_browser.py``'s server) opens a fresh
 notebook holding ``BanditLab(seed=0).show()`` and runs it. Then *GRPO step*,
 *Sample group*, *Reset* (mouse clicks) and the β slider (a key press on its
 handle) are used 50 times each. Per control it prints median / p90 / max of
@@ -9,7 +9,7 @@ first animation frame after the last change a MutationObserver sees in the
 views), the kernel's widget update messages per click (those of the view, and
 of any other widget), and the layout shift (the sum of every layout-shift
 entry, also those right after an input, which the web's CLS would forgive), and what each click wrote in the views
-(``tests/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was).
+(``tests/site/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was).
 Budget: median ≤ 33 ms, p90 ≤ 50 ms, 1 view message per click, 0 layout shift.
 Prints the machine's load, since other work shares its cores.
 Run: ``.venv/bin/python bench/bench_lab_jupyterlab.py``.

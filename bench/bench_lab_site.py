@@ -4,7 +4,7 @@ Timed in the page's clock: from the click (``button.click()``, at a random
 moment within a frame) to the next animation frame after the views were redrawn (the click's handler redraws the
 views synchronously; the frame is when they are painted), for *Sample group*
 and *GRPO step*, 200 clicks each, with median, p90 and p95, and per click what the redraw wrote
-(``tests/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was); and
+(``tests/site/test_lab_site.py``'s REDRAWS: DOM mutation records, nodes created, writes that left a node as it was); and
 *Run N steps* with N = 200 (one step per animation frame): steps per second and the time between consecutive
 redraws.
 Also: the bytes the lab adds to the page (its JS and CSS, with the generated ``lab-spec.js``, uncompressed and

@@ -34,7 +34,7 @@ book/setup.md ("Working in JupyterLab") for what the reader sees.
   later cell was not found (06). The cell toolbar is off (its actions stay in
   the menus, the context menu and the shortcuts) and every cell is drawn when
   the notebook opens (``windowingMode: none``; the notebooks are short).
-  tests/test_jupyterlab_reader.py runs every notebook to check it.
+  tests/browser/test_jupyterlab_reader.py runs every notebook to check it.
 * In a container or a Codespace the reader is root, whom Jupyter refuses to
   serve unless told to: it is told to there, and only there (uid 0). The
   server still listens on localhost only and asks for its token.

@@ -20,7 +20,8 @@ is left out), then each test case of the master in a child forked for it (four a
 time limit, in the master's namespace where every name the master's solutions define is the student's object
 itself. A case passes when it raises nothing in time. :func:`compare` holds every row of ``make grade`` against the
 judge's cases and the class's own facts (student, attempt that counts, late, the roster's gaps). Run as a script, it
-grades the whole class (``make class-judge``) and prints the agreement; tests/test_class_judge.py grades a sample.
+grades the whole class (``make class-judge``) and prints the agreement; tests/homework/test_class_judge.py
+grades a sample.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ FIXED = {
     ("ben", "hw5-critic-cost"): ("hangs-at-top-level", "zip", None),
     ("cai", "hw8-rloo-dpo"): ("mistake", "ipynb", "right"),
     ("gus", "hw9-failure-modes"): ("raises", "ipynb", None),
+    ("dev", "hw7-group-mean"): ("rewritten", "zip", None),
 }
 SECONDS = 30.0  # the cell and call limits of the grader and the judge here: far above any honest cell or call
 SLEEPER = "import time as _time\nwhile True:\n    _time.sleep(0.05)"
@@ -123,6 +125,14 @@ def {function}(*args, **kwargs):
 """
 
 
+def kinds(dist: Path, name: str) -> list[str]:
+    """The kinds of :data:`KINDS` assignment ``name`` can take: a function can hang only where an answer defines one
+    (hw10's answers are values)."""
+    nb = notebook(dist, name, "autograder")
+    functions = any(defined_functions(nb.cells[i].source) for i in answer_cells(nb))
+    return [kind for kind in KINDS if functions or kind != "hangs-in-a-function"]
+
+
 def submission(dist: Path, name: str, kind: str, rng: random.Random) -> nbformat.NotebookNode:
     """A notebook of assignment ``name`` of the given kind (see the module docstring)."""
     if kind == "blank":
@@ -165,7 +175,7 @@ def make_class(dist: Path, folder: Path, seed: int) -> list[Handed]:
             fixed = FIXED.get((student, name))
             if fixed is None and rng.random() < 0.15:
                 continue  # not handed in
-            kind, form, late_kind = fixed or (rng.choice(KINDS), rng.choice(["ipynb"] * 4 + ["zip"]), None)
+            kind, form, late_kind = fixed or (rng.choice(kinds(dist, name)), rng.choice(["ipynb"] * 4 + ["zip"]), None)
             if fixed is None and rng.random() < 0.03:
                 late_kind = rng.choice(["right", "rewritten"])
             when = DEADLINE - datetime.timedelta(hours=rng.randint(1, 96))

@@ -23,8 +23,9 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parents[1]
 HOMEWORK = ROOT / "homework"
 FIXTURES = ROOT / "tests" / "fixtures" / "homework"
-# The plausible mistakes of every assignment (tests/test_homework_mistakes.py); those with a `file` are also handed
-# in as files and graded in jails (WRONG: tests/test_grading.py, tests/test_grading_clean.py).
+# The plausible mistakes of every assignment (tests/homework/test_homework_mistakes.py); those with a `file` are
+# also handed in as files and graded in jails (WRONG: tests/homework/test_grading.py and
+# tests/homework/test_grading_clean.py).
 MISTAKES = tomllib.loads((FIXTURES / "mistakes.toml").read_text(encoding="utf8"))["mistake"]
 WRONG = [mistake for mistake in MISTAKES if "file" in mistake]
 INLINE_MARKERS = ("# BEGIN SOLUTION", "# END SOLUTION")
@@ -57,8 +58,9 @@ def shared_dist(tmp_path_factory) -> Path:
     """Every assignment built by ``otter assign``, once per test run: the first test process that asks builds it
     (in that process, one assignment after the other: ``build.assign``) under a file lock in the run's shared
     temporary folder, the others reuse it. Otter's own run of its tests on the solutions notebook (a kernel per
-    assignment, most of ``make homework``'s time) is left out: tests/test_grading_clean.py grades every reference
-    solution with the zip's own grader, and tests/test_homework.py runs every public test with otter on them."""
+    assignment, most of ``make homework``'s time) is left out: tests/homework/test_grading_clean.py grades every
+    reference solution with the zip's own grader, and tests/homework/test_homework.py runs every public test with
+    otter on them."""
     shared = run_folder(tmp_path_factory)
     out, done = shared / "homework-dist", shared / "homework-dist.done"
     with FileLock(str(shared / "homework-dist.lock")):

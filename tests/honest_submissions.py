@@ -3,8 +3,8 @@
 Each answer cell of hw1 (q1's ``group_advantages``, q2's ``zero_std_mask`` and ``safe_group_advantages``, q3's
 four numbers) has rewrites that a student could hand in: other NumPy calls, the formula spelt out, a loop over the
 groups, a Python list or float returned instead of an array. A submission takes one rewrite per cell (a seeded
-draw, no two alike); ``tests/test_grading.py`` grades the forty in its one run of ``grade.py`` and each must earn
-full marks. That it deserves them is decided here, not by the grader's key: :func:`disagreements` runs each
+draw, no two alike); ``tests/homework/test_grading.py`` grades the forty in its one run of ``grade.py`` and each
+must earn full marks. That it deserves them is decided here, not by the grader's key: :func:`disagreements` runs each
 rewrite beside the reference answer on inputs of its own (seeded groups of 1 to 9 rewards, batches, ties, equal
 rewards, eps from 0 to 0.1) and requires the same answers to 1e-12.
 """

@@ -7,8 +7,8 @@ every knob from its slider's values (:data:`grpo_core.lab.spec.KNOBS`), each cha
 (:func:`changes`), seeds up to 2**64 - 1, a sharpened start in one session of three (π(onto) from the *Sharpen π*
 slider's range), at least ``STEPS`` GRPO steps with knob changes, samples, sharpenings and resets among them.
 :func:`play` runs one with :class:`grpo_core.bandit.BanditGRPO` and records, after every entry, the actions it drew
-(or the message of a ``Diverged`` step) and the logits. ``tests/test_lab_parity.py`` plays the same sessions with
-the page's engine (``grpo_core/lab/static/lab-engine.js``), and with grpo_core again on another CPU: ``python
+(or the message of a ``Diverged`` step) and the logits. ``tests/browser/test_lab_parity.py`` plays the same sessions
+with the page's engine (``grpo_core/lab/static/lab-engine.js``), and with grpo_core again on another CPU: ``python
 tests/lab_parity.py`` reads sessions and their records as JSON on its standard input and writes, as JSON, each entry
 played again from the recorded state before it (:func:`play` with ``resync``).
 """

@@ -1,4 +1,4 @@
-/* GRPO Companion: what an accessibility audit (axe-core, WCAG 2.1 A and AA; tests/test_site.py) finds in the
+/* GRPO Companion: what an accessibility audit (axe-core, WCAG 2.1 A and AA; tests/site/test_site.py) finds in the
  * markup of the theme and of the ipywidgets snapshots, on every page, fixed where the page is drawn.
  *
  * - The sidebar's <summary> toggles hold only an icon (pydata-sphinx-theme 0.17 builds them so; axe "summary-name",

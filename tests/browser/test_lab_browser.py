@@ -156,7 +156,7 @@ def jupyterlab_server(
     """A JupyterLab server of our own on ``notebooks`` (default ``home / "notebooks"``; settings under ``home``),
     started with the extra command-line ``options`` and the user ``settings`` (``{}``: none, as a reader who never
     opened the Settings Editor); yields its base URL and token, stops it (and its kernels) afterwards. Also used by
-    ``tests/test_jupyterlab_reader.py`` and ``bench/bench_lab_jupyterlab.py``."""
+    ``tests/browser/test_jupyterlab_reader.py`` and ``bench/bench_lab_jupyterlab.py``."""
     notebooks = home / "notebooks" if notebooks is None else notebooks
     write_json(  # no news pop-up
         home / "config" / "labconfig" / "page_config.json",

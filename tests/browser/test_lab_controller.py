@@ -6,7 +6,7 @@ headless Chromium, over the page's engine) and :class:`grpo_core.lab.BanditLab` 
 space: every knob from its slider's values, samples, steps, runs, sharpenings onto any target with any π(onto) of
 the slider, resets to seeds up to 2**64 - 1 and to text the seed box refuses. After every action the two labs must
 show the same ledger and the same session to the character, and the same state (its numbers within 1e-9 of their
-size: the engines agree to the last bits, tests/test_lab_parity.py).
+size: the engines agree to the last bits, tests/browser/test_lab_parity.py).
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ repository's ``git status`` as before, no process of a jail's user left). A late
 endless loop under a short ``--timeout``) must keep every row of the first.
 
 Each property is graded once: every assignment's reference solutions earn full marks with the zip's own grader
-(tests/test_grading_clean.py: the same key, checker and jail) and every untouched student notebook scores zero
-(tests/test_homework.py, its cells run by the grader's runner in the test process); here only the rows that test
-what ``grade.py`` adds (sheets, roster, feedback, written answers, names, limits) get a jail.
+(tests/homework/test_grading_clean.py: the same key, checker and jail) and every untouched student notebook scores zero
+(tests/homework/test_homework.py, its cells run by the grader's runner in the test process); here only the rows
+that test what ``grade.py`` adds (sheets, roster, feedback, written answers, names, limits) get a jail.
 
 Bombs are graded by ``grade.py`` in a process held by a safety cap above the jail's own limits (16 GiB of address
 space, 15 minutes): a fork bomb, a memory bomb across processes, one in a single process, a disk bomb, a process

@@ -4,7 +4,7 @@
   full marks, and one wrong submission exactly the points it loses with ``make grade``, in a virtual environment
   built from the zips' own ``requirements.txt`` (one for all: their requirements differ only by torch), without
   this project installed: the key's tests import ``grpo_core`` from the zip. (The other wrong submissions lose
-  their points in tests/test_grading.py, with the same key, checker and jail.) On Gradescope, the entries shown
+  their points in tests/homework/test_grading.py, with the same key, checker and jail.) On Gradescope, the entries shown
   at once carry no hidden point and the total waits for publication (the red team's, issue #24).
 * ``jail.py`` run by an ordinary user (uid 65534) with the system's Python: bubblewrap needs no privilege.
 * The zip's run script as Gradescope runs it, as root, where bubblewrap starts and in a container where it cannot

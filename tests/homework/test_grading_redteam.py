@@ -16,7 +16,7 @@ writes (or a file placed next to it), graded by ``homework/grade.py`` as ``make 
   submission's heading in ``manual-NAME.md``.
 * Run by an ordinary user, the jail's PID 1 (bwrap) carries the grader's environment, readable in /proc/1/environ.
 * The zip's run script shows each question's whole score (hidden points included) at once on Gradescope (tested
-  in tests/test_grading_clean.py, on hw1's reference solutions as its zip grades them there).
+  in tests/homework/test_grading_clean.py, on hw1's reference solutions as its zip grades them there).
 
 Each test asserts the secure outcome, so it fails until the hole is fixed. Cost: one build of the assignments
 (shared with the other homework tests), seven hw1 jails (about 50 s under load), two grader runs that

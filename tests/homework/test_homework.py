@@ -2,11 +2,11 @@
 
 Every assignment is built once per test run (``homework_support.shared_dist``, as ``make homework`` does but for
 otter's own run of its tests on the solutions: here otter's ``grader.check`` runs every public test on them in this
-process, and the zips grade them in tests/test_grading_clean.py). The leak check is proven on masters broken on
+process, and the zips grade them in tests/homework/test_grading_clean.py). The leak check is proven on masters broken on
 purpose. Every untouched student notebook is graded in-process by the same checker that grades submissions
 (``homework/checker.py``; the notebook's cells run here instead of in a jail): it earns nothing (the plausible
-mistakes of every assignment: tests/test_homework_mistakes.py). Grading itself, in jails, is tested by
-tests/test_grading.py and tests/test_grading_clean.py.
+mistakes of every assignment: tests/homework/test_homework_mistakes.py). Grading itself, in jails, is tested by
+tests/homework/test_grading.py and tests/homework/test_grading_clean.py.
 """
 
 from __future__ import annotations
@@ -231,7 +231,8 @@ def test_public_tests_pass_with_otter_on_the_reference_solutions(dist, name, tmp
 @pytest.mark.parametrize("name", NAMES)
 def test_untouched_student_notebook_scores_zero_everywhere(dist, name):
     """The student notebook as shipped earns no point: the code grading runs of it, run by the grader's runner in
-    this process, scored by its checker against the zip's key (tests/test_grading.py grades hw1's in a jail)."""
+    this process, scored by its checker against the zip's key (tests/homework/test_grading.py grades hw1's in a
+    jail)."""
     student = grade.parse_notebook((dist / name / "student" / f"{name}.ipynb").read_bytes())
     cells = [source for _, source in grade.code_sources(student)]
     results = checked(checker.load_key(dist / name / "autograder" / "key.json"), cells)
@@ -380,7 +381,7 @@ def test_build_refuses_a_master_whose_tests_mislead(name, old, new, refusal, mon
 def test_a_failing_check_in_the_students_kernel_prints_six_lines(dist, tmp_path):
     """The student notebook, answered with the sample std, run in a Jupyter kernel up to ``grader.check("q1")``:
     the check's output (text and HTML) is the failing assertion and its message with the student's value.
-    (tests/test_public_checks.py checks every near-miss of every assignment through the same otter call.)"""
+    (tests/homework/test_public_checks.py checks every near-miss of every assignment through the same otter call.)"""
     from nbclient import NotebookClient
 
     name = "hw1-advantages"

@@ -3,7 +3,7 @@
 The page runs the lab with no kernel: the JavaScript engine
 (``grpo_core/lab/static/lab-engine.js``) under the one view module. Here it
 must (1) play grpo_core's random sessions as grpo_core does (``tests/lab_parity.py``; the whole slider space is
-``tests/test_lab_parity.py``'s); (2) answer every control with the change it promises; (3) print Python that
+``tests/browser/test_lab_parity.py``'s); (2) answer every control with the change it promises; (3) print Python that
 replays any session clicked through its controls; (4) request nothing from another host and log no
 error, also with the browser offline; (5) fit the window at every width from
 360 to 1920 px (one page, its window resized), like every other page of the site; (6) redraw, at each click, only
@@ -497,7 +497,7 @@ def test_the_printed_python_replays_any_session_clicked_through_the_page(lab_pag
     ends on the same logits.
 
     Python and the page run freely here, each from its own last step, so the last-bit differences of their ``exp``
-    (which tests/test_lab_parity.py bounds, step by step from the same state, by 1e-12 of their size or by what
+    (which tests/browser/test_lab_parity.py bounds, step by step from the same state, by 1e-12 of their size or by what
     grpo_core's own results differ by on two CPUs) compound over a session; at
     lr 3.6 and 14 inner epochs, logits near 6e5 ended 2e-11 of their size apart. The draws must be identical.
     """

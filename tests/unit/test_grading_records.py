@@ -3,7 +3,7 @@ one-to-one, regrades and late work by student, the roster's gaps, the instructor
 
 ``grade.main`` runs here with a stand-in for the jailed grader (:class:`FakeGrader`): each submission file is JSON
 saying what grading it gives (its assignment, scores, feedback, written answers), so every row, sheet and report
-is exactly predictable; the jails themselves are tested in tests/test_grading.py.
+is exactly predictable; the jails themselves are tested in tests/homework/test_grading.py.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The views are drawn in the browser by ``grpo_core/lab/static/lab-view.js``
 from one state object (``lab.view.state``); here that state is read, and the
 cards are formatted as the view formats them. What the view draws from it is
-checked in a real browser (tests/test_lab_browser.py, tests/test_lab_site.py).
+checked in a real browser (tests/browser/test_lab_browser.py, tests/site/test_lab_site.py).
 
 Golden numbers are recomputed here from the chapter's reward table and the
 published formulas (eq. 3, the leave-one-out baseline, the clip rule of eq. 7,
@@ -34,7 +34,7 @@ B, C = 1, 2
 
 
 def fixed(value: float, digits: int) -> str:
-    """The lab's one formatter (lab-controller.js; every exact tie is checked in tests/test_lab_words.py)."""
+    """The lab's one formatter (lab-controller.js; every exact tie is checked in tests/browser/test_lab_words.py)."""
     return call("GRPOLab.controller.fixed", value, digits)
 
 

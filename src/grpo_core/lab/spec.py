@@ -155,7 +155,7 @@ CARDS = (
 #: ``static/lab.css`` and the views use (the series and bars, the signs of Â, the banner, the fills of the site's
 #: buttons); :meth:`BanditLab.plot
 #: <grpo_core.lab.BanditLab.plot>` draws with the light ones. Every other colour is the theme's (lab.css), "muted"
-#: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/test_lab.py).
+#: among them. A colour that writes text keeps 4.5:1 on the lab's light and dark backgrounds (tests/unit/test_lab.py).
 PALETTE = {
     "blue": ("#2f6db5", "#6ea8f0"),
     "grey": ("#8c959f", "#8b949e"),

@@ -15,7 +15,7 @@
  * finite, or a step that leaves a logit not finite, throws Diverged with
  * Python's message and leaves θ as it was (BanditTrainer.step); log π of logits
  * whose spread overflows is refused (grpo_core.bandit.env.log_softmax).
- * tests/test_lab_parity.py checks it against BanditGRPO over the sliders' whole range.
+ * tests/browser/test_lab_parity.py checks it against BanditGRPO over the sliders' whole range.
  * Seeds are BigInt (or decimal strings), 0 to 2**64 - 1, as NumPy takes them.
  * Reads GRPOLab.spec (lab-spec.js, generated from grpo_core.lab.spec): the
  * defaults of GRPOConfig and the bound. Classic script: defines globalThis.GRPOLab.engine.

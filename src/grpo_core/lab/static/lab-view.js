@@ -8,7 +8,7 @@
  * state changed: a slot whose markup is unchanged is skipped, and one that
  * changed is patched in place (an attribute, a text, an element added or
  * removed), so a ledger row, a chart's frame or the group table's head stays
- * the node it was (tests/test_lab_site.py checks every redraw of a session).
+ * the node it was (tests/site/test_lab_site.py checks every redraw of a session).
  * Every slot keeps its size (the chips, the progress bar; the no-signal banner
  * reserves the height of its longest text: lab.css), so nothing moves when a
  * view changes. The view computes no formula of

@@ -27,7 +27,7 @@ import nbformat
 import pytest
 from homework_support import checked, checker, grade, jail_processes, reference, shared_dist, sheets, with_cell, write
 
-pytestmark = [pytest.mark.homework, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 HW6 = "hw6-verifier-groups"
 STUCK_CELL = "def advantages_by_prompt("  # hw6's q2 answer: q1 and q3 do not need it
 SECONDS = 5

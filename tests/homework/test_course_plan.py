@@ -1,4 +1,4 @@
-"""Homework 5-10, the assignments that give every section of the chapter graded work (issue #29).
+"""The course plan: every section graded, each assignment after its prerequisites, keys computed (issues #29, #38).
 
 The homework tests parametrized over every assignment build each master with ``otter assign``,
 check its student version for leaks and grade the reference solutions (full marks) and the
@@ -6,7 +6,7 @@ untouched student notebook (0) with the grader, as a course would. Here, cheaply
 otter alone costs 8 CPU-s), each master's reference cells run in this process and every test case is
 scored by the grader's own checker (``homework/checker.py``, the jail's part played in this process), one
 point each (the reference, the blank notebook and the plausible mistakes of every assignment:
-tests/test_homework_mistakes.py). The hidden tests use only
+tests/homework/test_homework_mistakes.py). The hidden tests use only
 what a student's notebook can hand back as data (numbers, arrays, strings, dicts) and calls of the
 student's functions on inputs the test chooses (what the jailed grader of issue #24 needs), and every
 number they compare with comes from ``grpo_core``, never typed. book/course-map.md must list every

@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 from homework_support import FIXTURES, MISTAKES, NAMES, build, checked, checker, patched, points_of, questions
 
-pytestmark = pytest.mark.homework
 FIELDS = {"assignment", "mistake", "patch", "scores", "subtle"}
 OPTIONAL = {"file", "why"}
 
