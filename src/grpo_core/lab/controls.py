@@ -7,6 +7,8 @@ control to its trait, and each button calls ``press(name)`` of the lab, which ha
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
 
 import traitlets
@@ -39,6 +41,11 @@ class Knobs(traitlets.HasTraits):
     """
 
     locals().update({knob.name: traitlets.TraitType(knob.default, help=knob.label) for knob in KNOBS})
+    __signature__ = inspect.Signature()  # not HasTraits.__new__'s (*args, **kwargs), for help() and the API page
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__signature__ = inspect.signature(functools.partial(cls.__init__, None))  # the subclass's own
 
     def link_knobs(self, controls: dict) -> None:
         """Link each knob's trait to its control (``controls`` by knob name): either follows the other."""

@@ -103,7 +103,7 @@
   /** The value a knob's control shows: a slider's rounded to its decimals (1.05, not 1.0499999999999998). */
   function knobValue(knob, raw) {
     if (knob.options) return raw;
-    return knob.integer ? Math.round(Number(raw)) : Number(fixed(Number(raw), knob.digits));
+    return knob.integer ? Math.round(raw) : Number(fixed(raw, knob.digits));
   }
 
   /** Why `value` is no value `knob`'s control can take ({type, message}, naming the knob), or null: a toggle takes
