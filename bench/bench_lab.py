@@ -62,7 +62,7 @@ def main() -> None:
     total = timed(lab.buttons["run"].click, 1)[0]
     rows.append((f"Run N steps, per step (N = {CLICKS}, no frame delay)", np.array([total / CLICKS])))
     lab = fresh_lab()
-    rows.append(("  engine alone: BanditGRPO.step()", timed(lab.run.step, CLICKS)))
+    rows.append(("  engine alone: BanditGRPO.step()", timed(lab.trainer.step, CLICKS)))
     lab = fresh_lab()
     lab.run_steps(CLICKS)
     rows.append((f"  state alone: BanditLab.state() at step {CLICKS}", timed(lab.state, CLICKS)))

@@ -103,7 +103,7 @@ def test_a_clip_fraction_at_a_tie_reads_the_same_on_the_card_the_ledger_the_summ
     that is an exact tie at the two decimals of the card or the three of the curve's value, and a few that are not."""
     lab = BanditLab(seed=0, frame_delay=0)
     lab.step(), lab.step()
-    assert lab.run.history[-1].clip_fraction == 0.625
+    assert lab.trainer.history[-1].clip_fraction == 0.625
     state = lab.state()
     states = []
     at_ties = sorted({k / G for k, G in TIES if is_tie(k / G, 2) or is_tie(k / G, 3)})
@@ -186,11 +186,11 @@ def play_grid():
         if sharpen is not None:
             lab.sharpen(*sharpen)
         for _ in range(count):
-            before, ref = lab.run.probs.copy(), lab.run.ref_probs.copy()
+            before, ref = lab.trainer.probs.copy(), lab.trainer.ref_probs.copy()
             sampled = lab.sample()
             still = None
             if sampled.zero_variance and config.beta == 0:  # what a step on it would do, for the sampled banner
-                would_step = copy.deepcopy(lab.run)
+                would_step = copy.deepcopy(lab.trainer)
                 would_step.step()
                 still = bool(np.array_equal(would_step.probs, before))
             sample_state = lab.state()
@@ -207,9 +207,9 @@ def play_grid():
                     "advantages": result.advantages,
                     "sampled_advantages": sampled.advantages,
                     "sampled_still": still,
-                    "moved": not np.array_equal(lab.run.probs, before),
+                    "moved": not np.array_equal(lab.trainer.probs, before),
                     "kl_before": kl(before, ref),
-                    "kl_after": kl(lab.run.probs, ref),
+                    "kl_after": kl(lab.trainer.probs, ref),
                     "k3": (ref[result.actions] / before[result.actions]),
                     "actions": result.actions,
                 }
@@ -309,16 +309,16 @@ def test_the_issues_overshoot_and_freeze_are_said_with_their_numbers():
     """Defaults, π sharpened onto C at 0.99, seed 0: at β = 0.2 the group CCCACCCC sends π onto A (KL up to log 4,
     k3 weight 74 on A); at β = 1 the same group freezes π one-hot on C, and later steps leave it there."""
     overshoot = BanditLab(seed=0, frame_delay=0)
-    overshoot.beta.value = 0.2
+    overshoot.beta = 0.2
     overshoot.sharpen("C", 0.99)
     overshoot.step(), overshoot.step()
-    assert "".join("ABCD"[a] for a in overshoot.run.history[-1].actions) == "CCCACCCC"
-    assert overshoot.ledger[0].endswith("k3 weight π_ref/π = 74.4 on A") and overshoot.run.probs[0] == 1.0
+    assert "".join("ABCD"[a] for a in overshoot.trainer.history[-1].actions) == "CCCACCCC"
+    assert overshoot.ledger[0].endswith("k3 weight π_ref/π = 74.4 on A") and overshoot.trainer.probs[0] == 1.0
     overshoot.step()
     assert "no signal: π did not move" in overshoot.ledger[0], "π is one-hot on A: nothing moves it"
     frozen = BanditLab(seed=0, frame_delay=0)
-    frozen.beta.value = 1.0
+    frozen.beta = 1.0
     frozen.sharpen("C", 0.99)
     frozen.run_steps(10)
-    assert frozen.run.probs[2] == 1.0
+    assert frozen.trainer.probs[2] == 1.0
     assert frozen.view.state["group"]["outcome"] == "still"

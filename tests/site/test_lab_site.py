@@ -371,11 +371,11 @@ def test_the_site_lab_and_the_jupyterlab_lab_show_the_same_state(lab_page, site)
     click("step"), reference.step()
     click("step"), reference.step()
     lab.locator(".grpo-lab-advantage button", has_text="RLOO").click()
-    reference.advantage.value = "rloo"
+    reference.advantage = "rloo"
     click("sample"), reference.sample()
     click("step"), reference.step()
     lab.locator(".grpo-lab-group-size input").fill("5")
-    reference.group_size.value = 5
+    reference.group_size = 5
     click("step"), reference.step()
     lab.locator(".grpo-lab-steps input").fill("3")
     click("run")

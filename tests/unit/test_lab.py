@@ -111,9 +111,9 @@ def test_importing_the_package_or_the_lab_module_imports_no_widget():
 
 
 def test_defaults_are_the_chapters_and_the_views_start_empty(lab):
-    assert (lab.group_size.value, lab.eps.value, lab.beta.value) == (8, 0.2, 0.04)
-    assert (lab.lr.value, lab.inner_epochs.value, lab.advantage.value) == (1.0, 4, "grpo")
-    assert lab.run.config == GRPOConfig()
+    assert (lab.group_size, lab.eps_low, lab.beta) == (8, 0.2, 0.04)
+    assert (lab.lr, lab.inner_epochs, lab.advantage) == (1.0, 4, "grpo")
+    assert lab.trainer.config == GRPOConfig()
     assert card(lab, "pB") == "0.250"
     assert card(lab, "kl") == "0.000"
     assert card(lab, "entropy") == f"{np.log(4):.3f}" == "1.386"
@@ -126,7 +126,7 @@ def test_defaults_are_the_chapters_and_the_views_start_empty(lab):
 
 def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
     lab.buttons["sample"].click()
-    actions = lab.run.pending
+    actions = lab.trainer.pending
     assert actions is not None and actions.size == 8
     rewards = REWARDS[actions]
     assert card(lab, "mean") == f"{rewards.mean():.3f}"
@@ -147,11 +147,11 @@ def test_sample_button_shows_the_group_with_rewards_and_advantages(lab):
 
 def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
     lab.buttons["sample"].click()
-    actions, before = lab.run.pending.copy(), lab.run.probs
+    actions, before = lab.trainer.pending.copy(), lab.trainer.probs
     lab.buttons["step"].click()
-    after = lab.run.probs
-    assert np.array_equal(lab.run.history[-1].actions, actions)
-    assert lab.run.pending is None
+    after = lab.trainer.probs
+    assert np.array_equal(lab.trainer.history[-1].actions, actions)
+    assert lab.trainer.pending is None
     assert card(lab, "step") == "1"
     assert card(lab, "pB") == f"{after[B]:.3f}"
     assert card(lab, "kl") == f"{kl_by_hand(after, [0.25] * 4):.3f}"
@@ -171,9 +171,9 @@ def test_grpo_step_uses_the_sampled_group_and_shows_ratio_and_clip(lab):
 
 def test_grpo_step_without_a_group_samples_one_first(lab):
     lab.buttons["step"].click()
-    assert len(lab.run.history) == 1
-    assert lab.run.history[0].actions.size == 8
-    assert card(lab, "mean") == f"{REWARDS[lab.run.history[0].actions].mean():.3f}"
+    assert len(lab.trainer.history) == 1
+    assert lab.trainer.history[0].actions.size == 8
+    assert card(lab, "mean") == f"{REWARDS[lab.trainer.history[0].actions].mean():.3f}"
 
 
 def test_reset_restores_the_start_and_captures_the_reference():
@@ -185,9 +185,9 @@ def test_reset_restores_the_start_and_captures_the_reference():
     lab.sharpen("D", 0.9)
     lab.seed.value = "7"
     lab.buttons["reset"].click()
-    np.testing.assert_allclose(lab.run.probs, start)
-    np.testing.assert_allclose(lab.run.ref_probs, start)
-    assert lab.run.seed == 7 and lab.run.history == [] and lab.run.pending is None
+    np.testing.assert_allclose(lab.trainer.probs, start)
+    np.testing.assert_allclose(lab.trainer.ref_probs, start)
+    assert lab.trainer.seed == 7 and lab.trainer.history == [] and lab.trainer.pending is None
     assert card(lab, "kl") == "0.000" and card(lab, "step") == "0"
     assert card(lab, "pB") == f"{start[B]:.3f}"
     assert (
@@ -203,8 +203,8 @@ def test_reset_restores_the_start_and_captures_the_reference():
 
 def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
     lab = BanditLab(seed=0, frame_delay=0)
-    lab.beta.value = 0.0
-    lab.group_size.value = 2
+    lab.beta = 0.0
+    lab.group_size = 2
     lab.sharpen("C", 0.99)
     for _ in range(50):  # each group is silent with probability 0.99² + 3 · 0.0033² ≈ 0.98
         group = lab.sample()
@@ -213,12 +213,12 @@ def test_a_collapsed_policy_gives_the_zero_variance_warning_and_no_update():
     assert len(set(group.actions.tolist())) == 1
     assert silent(lab) and lab.view.state["config"]["beta"] == 0.0
     assert card(lab, "std") == "0.000"
-    before = lab.run.probs
+    before = lab.trainer.probs
     result = lab.step()
     assert np.all(result.advantages == 0.0)
-    assert np.array_equal(lab.run.probs, before), "Property 4.1: with β = 0 a silent group changes nothing"
+    assert np.array_equal(lab.trainer.probs, before), "Property 4.1: with β = 0 a silent group changes nothing"
     assert "no signal" in lab.ledger[0]
-    lab.beta.value = 0.04
+    lab.beta = 0.04
     assert silent(lab) and lab.view.state["config"]["beta"] == 0.04
 
 
@@ -232,10 +232,10 @@ def test_run_n_steps_with_the_defaults_raises_p_best(seed):
     lab = BanditLab(seed=seed, frame_delay=0)
     lab.steps.value = 30
     lab.buttons["run"].click()
-    assert len(lab.run.history) == 30
+    assert len(lab.trainer.history) == 30
     assert lab.view.state["progress"] == [30, 30]
     assert not lab.buttons["run"].disabled
-    p_best = lab.run.probs[B]
+    p_best = lab.trainer.probs[B]
     assert p_best > 0.5 > 0.25
     assert card(lab, "pB") == f"{p_best:.3f}" and card(lab, "step") == "30"
     steps, values = lab.curves["p_best"]
@@ -262,8 +262,8 @@ def test_advantage_toggle_switches_the_engine_and_the_shown_advantages(lab):
         "grpo": (rewards - rewards.mean()) / (rewards.std() + 1e-8),
     }
     for variant, advantages in expected.items():
-        lab.advantage.value = variant
-        assert lab.run.config.advantage == variant
+        lab.advantage = variant
+        assert lab.trainer.config.advantage == variant
         rows = table_rows(lab)
         for i, a in enumerate(group.actions):
             assert rows["ABCD"[a]][2] == fmt_signed(advantages[i])
@@ -273,12 +273,12 @@ def test_advantage_toggle_switches_the_engine_and_the_shown_advantages(lab):
 
 
 def test_sliders_configure_the_engine(lab):
-    lab.group_size.value = 16
-    lab.eps.value = 0.1
-    lab.beta.value = 0.2
-    lab.lr.value = 0.5
-    lab.inner_epochs.value = 8
-    assert lab.run.config == GRPOConfig(group_size=16, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8)
+    lab.group_size = 16
+    lab.eps_low = 0.1
+    lab.beta = 0.2
+    lab.lr = 0.5
+    lab.inner_epochs = 8
+    assert lab.trainer.config == GRPOConfig(group_size=16, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8)
     assert lab.sample().actions.size == 16
     assert lab.ledger[1:6] == [
         "set inner epochs = 8",
@@ -291,8 +291,8 @@ def test_sliders_configure_the_engine(lab):
 
 def test_changing_G_drops_the_group_of_the_old_size(lab):
     lab.sample()
-    lab.group_size.value = 4
-    assert lab.run.pending is None and group(lab) is None
+    lab.group_size = 4
+    assert lab.trainer.pending is None and group(lab) is None
     assert lab.step().actions.size == 4
 
 
@@ -301,8 +301,8 @@ def test_changing_G_drops_the_group_of_the_old_size(lab):
     [
         ("group_size", 1, 2),
         ("group_size", 1000, 64),
-        ("eps", -0.3, 0.0),
-        ("eps", 3.0, 0.5),
+        ("eps_low", -0.3, 0.0),
+        ("eps_low", 3.0, 0.5),
         ("beta", -1.0, 0.0),
         ("beta", 5.0, 1.0),
         ("lr", 0.0, 0.05),
@@ -313,38 +313,38 @@ def test_changing_G_drops_the_group_of_the_old_size(lab):
     ],
 )
 def test_widget_ranges_refuse_bad_values(lab, name, bad, clamped):
-    widget = getattr(lab, name)
+    widget = lab.knobs[name] if name in lab.knobs else getattr(lab, name)
     widget.value = bad
     assert widget.value == clamped
-    GRPOConfig(**{field: getattr(lab.run.config, field) for field in ("group_size", "eps_low", "beta", "lr")})
+    GRPOConfig(**{field: getattr(lab.trainer.config, field) for field in ("group_size", "eps_low", "beta", "lr")})
     if name in ("group_size", "beta", "lr", "inner_epochs"):
-        assert getattr(lab.run.config, name) == clamped
-    if name == "eps":
-        assert lab.run.config.eps_low == clamped
+        assert getattr(lab.trainer.config, name) == clamped
+    if name == "eps_low":
+        assert lab.trainer.config.eps_low == clamped
 
 
 @pytest.mark.parametrize(("name", "bad"), [("group_size", "eight"), ("beta", "big"), ("advantage", "ppo")])
 def test_widgets_refuse_values_of_the_wrong_kind(lab, name, bad):
-    config = lab.run.config
+    config = lab.trainer.config
     with pytest.raises(traitlets.TraitError):
-        getattr(lab, name).value = bad
-    assert lab.run.config == config
+        lab.knobs[name].value = bad
+    assert lab.trainer.config == config
 
 
 def test_sharpen_puts_pi_on_one_answer_and_keeps_the_reference(lab):
     probs = lab.sharpen("C", 0.94)
     np.testing.assert_allclose(probs, [0.02, 0.02, 0.94, 0.02])
-    np.testing.assert_allclose(lab.run.ref_probs, [0.25] * 4)
+    np.testing.assert_allclose(lab.trainer.ref_probs, [0.25] * 4)
     assert card(lab, "pB") == "0.020"
     assert card(lab, "kl") == f"{kl_by_hand([0.02, 0.02, 0.94, 0.02], [0.25] * 4):.3f}"
     assert lab.ledger[0] == "sharpen π onto C: π = [0.020 0.020 0.940 0.020] · π_ref kept"
     assert lab.curves["p_best"][0].tolist() == [0.0, 0.0], "a sharpen is a jump at the same step"
     lab.run_steps(3)
-    top = int(np.argmax(lab.run.probs))
+    top = int(np.argmax(lab.trainer.probs))
     lab.sharpen_action.value = -1
     lab.sharpen_prob.value = 0.5
     lab.buttons["sharpen"].click()
-    assert lab.run.probs[top] == pytest.approx(0.5)
+    assert lab.trainer.probs[top] == pytest.approx(0.5)
     with pytest.raises(ValueError, match="action must be one of"):
         lab.sharpen("E")
 
@@ -366,14 +366,14 @@ def test_the_ledger_lists_actions_most_recent_first_and_stays_bounded():
 def test_consecutive_moves_of_one_slider_make_one_ledger_entry(lab):
     """A slider moved with the keyboard sends one value per key press: the ledger keeps one entry per gesture."""
     for value in (7, 6, 5, 4):
-        lab.group_size.value = value
+        lab.group_size = value
     assert lab.ledger[0] == "set G = 4" and lab.ledger[1].startswith("start")
-    lab.beta.value = 0.1
-    lab.beta.value = 0.2
-    lab.group_size.value = 3
+    lab.beta = 0.1
+    lab.beta = 0.2
+    lab.group_size = 3
     assert lab.ledger[:3] == ["set G = 3", "set β = 0.200", "set G = 4"]
     lab.sample()
-    lab.group_size.value = 5
+    lab.group_size = 5
     assert lab.ledger[0] == "set G = 5" and lab.ledger[1].startswith("sample G=3")
 
 
@@ -407,14 +407,15 @@ def test_a_click_sends_one_state_message_and_nothing_else(lab, monkeypatch, acti
         "step": lab.buttons["step"].click,
         "reset": lab.buttons["reset"].click,
         "sharpen": lab.buttons["sharpen"].click,
-        "slider": lambda: setattr(lab.beta, "value", 0.1),
-        "advantage": lambda: setattr(lab.advantage, "value", "rloo"),
+        "slider": lambda: setattr(lab.knobs["beta"], "value", 0.1),
+        "advantage": lambda: setattr(lab.knobs["advantage"], "value", "rloo"),
     }
     do[action]()
     from_the_view = [key for widget, key in sent if widget is lab.view]
     assert from_the_view == ["state"], from_the_view
     others = [widget for widget, _ in sent if widget is not lab.view]
-    assert others == ([lab.beta] if action == "slider" else [lab.advantage] if action == "advantage" else [])
+    moved = {"slider": [lab.knobs["beta"]], "advantage": [lab.knobs["advantage"]]}
+    assert others == moved.get(action, [])
 
 
 def test_run_n_steps_sends_one_state_per_animated_step(lab, monkeypatch):
@@ -439,34 +440,34 @@ def test_the_session_replays_the_lab_after_any_click(lab):
     lab.sample()
     lab.sample()
     lab.step()
-    lab.group_size.value = 5
-    lab.lr.value = 2.5
+    lab.group_size = 5
+    lab.lr = 2.5
     lab.sample()
-    lab.group_size.value = 3  # drops the pending group of 5
+    lab.group_size = 3  # drops the pending group of 5
     lab.run_steps(3)
     lab.sharpen("C", 0.99)
-    lab.advantage.value = "rloo"
+    lab.advantage = "rloo"
     lab.run_steps(4)
     assert [entry[0] for entry in lab.state()["session"]] == [
         "new", "sample", "sample", "step", "configure", "sample", "configure", "drop", "step", "set_policy",
         "configure", "step",
     ]  # fmt: skip
-    assert play(lab.state()["session"])[-1][1] == lab.run.logits.tolist()
+    assert play(lab.state()["session"])[-1][1] == lab.trainer.logits.tolist()
     lab.reset(2**64 - 1)
-    assert lab.seed.value == "18446744073709551615" and lab.run.seed == 2**64 - 1
-    lab.eps.value = 0.3
+    assert lab.seed.value == "18446744073709551615" and lab.trainer.seed == 2**64 - 1
+    lab.eps_low = 0.3
     lab.run_steps(2)
     session = lab.state()["session"]
     assert session[0] == [
         "new",
-        {"seed": "18446744073709551615", "config": knob_values(lab.run.config) | {"eps_low": 0.2}},
+        {"seed": "18446744073709551615", "config": knob_values(lab.trainer.config) | {"eps_low": 0.2}},
     ]
-    assert play(session)[-1][1] == lab.run.logits.tolist()
+    assert play(session)[-1][1] == lab.trainer.logits.tolist()
 
 
 def test_a_knob_takes_the_value_its_slider_shows(lab):
-    lab.lr.value = 1.0499999999999998  # what the ipywidgets slider sends for 1.05
-    assert lab.run.config.lr == 1.05 and lab.ledger[0] == "set learning rate = 1.05"
+    lab.lr = 1.0499999999999998  # what the ipywidgets slider sends for 1.05
+    assert lab.trainer.config.lr == 1.05 and lab.ledger[0] == "set learning rate = 1.05"
     assert lab.state()["session"][-1] == ["configure", {"lr": 1.05}]
 
 
@@ -475,23 +476,23 @@ def test_the_seed_box_refuses_what_is_not_a_seed_and_resets_nothing(lab, text):
     lab.run_steps(2)
     lab.seed.value = text
     lab.reset()
-    assert len(lab.run.history) == 2 and lab.run.seed == 0
+    assert len(lab.trainer.history) == 2 and lab.trainer.seed == 0
     assert lab.ledger[0] == f'seed must be an integer from 0 to 18446744073709551615, got "{text}": nothing reset'
 
 
 def test_a_step_that_diverges_is_logged_and_stops_the_run(lab, monkeypatch):
     lab.run_steps(2)
-    before = lab.run.logits.copy()
+    before = lab.trainer.logits.copy()
 
     def overflow():
-        lab.run.pending = None
+        lab.trainer.pending = None
         raise Diverged("config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr")
 
-    monkeypatch.setattr(lab.run, "update", overflow)  # BanditTrainer.step turns it into its own Diverged
+    monkeypatch.setattr(lab.trainer, "update", overflow)  # BanditTrainer.step turns it into its own Diverged
     assert lab.run_steps(5) == []
     assert lab.ledger[1] == "step 3: config.lr = 1.0 made the logits overflow at inner epoch 0: lower lr"
     assert lab.ledger[0].startswith("run stopped after 0 of 5 steps (2 → 2)")
-    assert np.array_equal(lab.run.logits, before) and lab.state()["session"][-1][0] == "diverged"
+    assert np.array_equal(lab.trainer.logits, before) and lab.state()["session"][-1][0] == "diverged"
 
 
 def test_the_lab_displays_as_its_widget_with_a_short_text_fallback(lab):
@@ -517,7 +518,7 @@ def test_stable_css_classes_for_the_browser():
         "grpo-lab-run": lab.buttons["run"],
         "grpo-lab-sharpen": lab.buttons["sharpen"],
         "grpo-lab-views": lab.view,
-        "grpo-lab-group-size": lab.group_size,
+        "grpo-lab-group-size": lab.knobs["group_size"],
         "grpo-lab": lab.widget,
     }
     for css, widget in classes.items():
@@ -525,7 +526,7 @@ def test_stable_css_classes_for_the_browser():
 
 
 def test_the_lab_refuses_an_engine_it_cannot_show():
-    with pytest.raises(TypeError, match="run must be"):
+    with pytest.raises(TypeError, match="trainer must be"):
         BanditLab("engine")
     with pytest.raises(ValueError, match="group_size"):
         BanditLab(BanditGRPO(config=GRPOConfig(group_size=100)))
@@ -571,17 +572,17 @@ def test_the_views_always_show_the_engine(actions):
         "run": lambda: lab.run_steps(2),
         "reset": lab.buttons["reset"].click,
         "sharpen": lab.buttons["sharpen"].click,
-        "G": lambda: setattr(lab.group_size, "value", 3 if lab.group_size.value == 8 else 8),
-        "beta": lambda: setattr(lab.beta, "value", 0.0 if lab.beta.value else 0.04),
-        "advantage": lambda: setattr(lab.advantage, "value", "rloo" if lab.advantage.value == "grpo" else "grpo"),
+        "G": lambda: setattr(lab.knobs["group_size"], "value", 3 if lab.group_size == 8 else 8),
+        "beta": lambda: setattr(lab.knobs["beta"], "value", 0.0 if lab.beta else 0.04),
+        "advantage": lambda: setattr(lab.knobs["advantage"], "value", "rloo" if lab.advantage == "grpo" else "grpo"),
     }
     for action in actions:
         do[action]()
-        probs, ref = lab.run.probs, lab.run.ref_probs
+        probs, ref = lab.trainer.probs, lab.trainer.ref_probs
         assert card(lab, "pB") == f"{probs[B]:.3f}"
         assert card(lab, "kl") == f"{kl_by_hand(probs, ref):.3f}"
         assert card(lab, "entropy") == f"{entropy_by_hand(probs):.3f}"
-        assert card(lab, "step") == str(len(lab.run.history))
+        assert card(lab, "step") == str(len(lab.trainer.history))
         shown = group(lab)
         if shown is not None:
             assert len(shown["actions"]) == len(shown["rewards"]) == len(shown["advantages"])

@@ -1,16 +1,21 @@
 """The JupyterLab lab's controls: ipywidgets built from :mod:`grpo_core.lab.spec` (the site's ``lab-site.js`` builds
 the same controls in plain HTML from the same definition), laid out beside the view widget.
 
-:func:`build` returns them as :class:`Controls`; each knob's change calls ``configure(name, value)`` and each button
-``press(name)`` of the lab (:class:`grpo_core.lab.BanditLab`), which hands them to the one controller.
+:func:`build` returns them as :class:`Controls`; the lab (:class:`grpo_core.lab.BanditLab`) links each knob's
+control to its trait, and each button calls ``press(name)`` of the lab, which hands them to the one controller.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from dataclasses import dataclass
+
+import traitlets
 
 from grpo_core.lab.spec import (
     ACTIONS,
+    KNOB,
     KNOBS,
     LIMITS,
     TITLE,
@@ -24,6 +29,52 @@ from grpo_core.lab.spec import (
 CONTROL_WIDTH = "298px"
 LABEL_STYLE = {"description_width": "104px"}
 SHARPEN = LIMITS["sharpen_prob"]
+
+
+class Knobs(traitlets.HasTraits):
+    """A trait per knob of :data:`~grpo_core.lab.spec.KNOBS` (named as the field of
+    :class:`~grpo_core.bandit.GRPOConfig` it sets), each linked to its control by :meth:`link_knobs`.
+
+    Setting a trait, from code or by moving its control, calls ``self.configure(name, value)``, which the lab
+    defines: the controller's *configure* action, which refuses a value no control can reach (a TypeError or
+    ValueError naming the knob; the trait keeps its value) and returns the value it took.
+    """
+
+    locals().update({knob.name: traitlets.TraitType(knob.default, help=knob.label) for knob in KNOBS})
+    __signature__ = inspect.Signature()  # not HasTraits.__new__'s (*args, **kwargs), for help() and the API page
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__signature__ = inspect.signature(functools.partial(cls.__init__, None))  # the subclass's own
+
+    def link_knobs(self, controls: dict) -> None:
+        """Link each knob's trait to its control (``controls`` by knob name): either follows the other."""
+        for name, control in controls.items():
+            traitlets.link((self, name), (control, "value"))
+
+    def show_config(self, config: dict) -> None:
+        """Set the traits, and through their links the controls, to ``config`` (what the engine has), without
+        configuring anything."""
+        with self.cross_validation_lock:
+            for name, value in config.items():
+                setattr(self, name, value)
+
+    @traitlets.validate(*KNOB)
+    def _configure(self, proposal):
+        name, value = proposal.trait.name, proposal.value
+        current = getattr(self, name)
+        if type(value) is type(current) and value == current:
+            return current  # what moving a control to where it is does: nothing
+        return self.configure(name, value)
+
+
+def close(widget) -> None:
+    """Close ``widget`` and every widget in it (their models leave the kernel and the saved widget state)."""
+    stack = [widget]
+    while stack:
+        widget = stack.pop()
+        stack.extend(getattr(widget, "children", ()))
+        widget.close()
 
 
 def _classed(widget, css: str):
@@ -46,11 +97,11 @@ class Controls:
     widget: object = None
 
 
-def build(widgets, view, *, config, seed: int, names, rewards, configure, press) -> Controls:
-    """The controls for a run of ``config`` and ``seed`` over the answers ``names`` (rewards ``rewards``), beside
+def build(widgets, view, *, seed: int, names, rewards, press) -> Controls:
+    """The controls for a run of ``seed`` over the answers ``names`` (rewards ``rewards``), beside
     ``view``."""
     controls = Controls(
-        knobs=_knobs(widgets, config, configure),
+        knobs=_knobs(widgets),
         buttons=_buttons(widgets, press),
         seed=_classed(
             widgets.Text(value=str(seed), description=WORDS["seed"], style=LABEL_STYLE, layout=_wide(widgets)),
@@ -100,20 +151,20 @@ def _wide(widgets):
     return widgets.Layout(width=CONTROL_WIDTH)
 
 
-def _knobs(widgets, config, configure) -> dict:
-    """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS`, each change calling ``configure``."""
+def _knobs(widgets) -> dict:
+    """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS` (the lab links each to its trait)."""
     knobs = {}
     for knob in KNOBS:
         if knob.options is not None:
             widget = widgets.ToggleButtons(
                 options=knob.options,
-                value=getattr(config, knob.name),
+                value=knob.default,
                 style={"button_width": "92px"},
                 layout=_wide(widgets),
             )
         else:
             widget = (widgets.IntSlider if knob.integer else widgets.FloatSlider)(
-                value=getattr(config, knob.name),
+                value=knob.default,
                 min=knob.minimum,
                 max=knob.maximum,
                 step=knob.step,
@@ -123,7 +174,6 @@ def _knobs(widgets, config, configure) -> dict:
                 layout=_wide(widgets),
                 **({} if knob.integer else {"readout_format": f".{knob.digits}f"}),
             )
-        widget.observe(lambda change, name=knob.name: configure(name, change["new"]), names="value")
         knobs[knob.name] = _classed(widget, f"grpo-lab-{knob.name.replace('_', '-')}")
     return knobs
 

@@ -18,6 +18,7 @@ from functools import cache
 import numpy as np
 
 from grpo_core.bandit import BanditGRPO, StepResult
+from grpo_core.bandit.env import CHAPTER_REWARDS
 from grpo_core.bandit.trainer import Diverged
 from grpo_core.lab import spec
 from grpo_core.lab.view import asset
@@ -134,11 +135,31 @@ def call(function: str, *arguments):
     return json.loads(context().eval(source))
 
 
+def hostable(run: BanditGRPO) -> BanditGRPO:
+    """``run``, checked to be a run the lab's controls can show: the chapter's bandit, each knob within its slider,
+    a symmetric clip."""
+    if not isinstance(run, BanditGRPO):
+        raise TypeError(f"trainer must be a grpo_core.bandit.BanditGRPO, got {type(run).__name__}")
+    if run.reward_table.tolist() != list(CHAPTER_REWARDS):
+        raise ValueError(f"trainer: the lab plays the chapter's bandit, rewards {list(CHAPTER_REWARDS)}")
+    for knob in spec.KNOBS:
+        value = getattr(run.config, knob.name)
+        if knob.options is None and not knob.minimum <= value <= knob.maximum:
+            raise ValueError(
+                f"trainer.config.{knob.name} must lie in [{knob.minimum}, {knob.maximum}] for the lab's slider, "
+                f"got {value}"
+            )
+    if run.config.eps_high is not None and run.config.eps_high != run.config.eps_low:
+        raise ValueError("trainer.config.eps_high must be None (the lab's ε slider is a symmetric clip)")
+    return run
+
+
 class Controller:
-    """One lab's controller, in the process's V8 context, over ``run``; ``state`` is the latest state."""
+    """One lab's controller, in the process's V8 context, over ``run`` (checked by :func:`hostable`); ``state`` is
+    the latest state."""
 
     def __init__(self, run: BanditGRPO, ledger_length: int):
-        self.run = run
+        self.run = hostable(run)
         self.number = next(_numbers)
         options = {"engine": ENGINE, "ledgerLength": ledger_length}
         self.state = call("GRPOLab.hosted.create", self.number, options, snapshot(run))
@@ -147,6 +168,7 @@ class Controller:
         """Do ``action`` (``{"do": ..., ...}``, lab-controller.js): the groups it drew and the steps it took (None
         for a diverged one).
         Bad input raises the controller's TypeError or ValueError, naming the argument."""
+        action = {key: value.item() if isinstance(value, np.generic) else value for key, value in action.items()}
         plan = call("GRPOLab.hosted.plan", self.number, action, snapshot(self.run))
         if "error" in plan:
             raise ERRORS[plan["error"]["type"]](plan["error"]["message"])
@@ -159,8 +181,11 @@ class Controller:
         self.state = call("GRPOLab.hosted.commit", self.number, reports, snapshot(self.run))
         return results
 
-    def curves(self) -> dict:
-        return call("GRPOLab.hosted.curves", self.number)
+    def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        r"""Every curve in full, as arrays (steps, values): ``mean_reward`` and ``clip_fraction`` (of each step's
+        group), ``value`` (:math:`V^\pi`), ``p_best``, ``kl`` and ``entropy``."""
+        curves = call("GRPOLab.hosted.curves", self.number).items()
+        return {key: (np.array(xs, dtype=float), np.array(ys)) for key, (xs, ys) in curves}
 
     def ledger(self) -> list[str]:
         return call("GRPOLab.hosted.ledger", self.number)

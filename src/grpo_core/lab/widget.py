@@ -2,13 +2,14 @@ r"""The bandit laboratory of chapter §11 in a notebook: ipywidgets controls bes
 
 :class:`BanditLab` is the kernel's adapter of the lab's one controller (``static/lab-controller.js``, the site lab's
 own, run in embedded V8 by :mod:`grpo_core.lab.host`): a control or a method becomes an action of the controller,
-whose engine commands run on the lab's :class:`grpo_core.bandit.BanditGRPO` (``lab.run``); the state it answers
+whose engine commands run on the lab's :class:`grpo_core.bandit.BanditGRPO` (``lab.trainer``); the state it answers
 with is assigned to the view (:mod:`grpo_core.lab.view`, an anywidget): one message per click, every view redrawn
 from it in the browser in the same frame (``bench/bench_lab_jupyterlab.py``). It computes no formula and writes no
 number: the controller's formatter does.
 
-The controls (:mod:`grpo_core.lab.controls`) are built from :mod:`grpo_core.lab.spec`, the definition the site's
-lab reads too.
+Each knob of :data:`grpo_core.lab.spec.KNOBS` is a trait of the lab (``lab.group_size = 8``), linked to its control
+(:mod:`grpo_core.lab.controls`, built from the spec the site's lab reads too): setting either is the controller's
+*configure* action, which refuses a value no control can reach.
 ``import grpo_core.lab`` does not import ipywidgets, anywidget or V8: they are imported when a lab is built.
 """
 
@@ -19,17 +20,16 @@ import time
 import numpy as np
 
 from grpo_core._validate import nonnegative, positive_int, seed_value
-from grpo_core.bandit import BanditGRPO, GRPOConfig, StepResult
-from grpo_core.bandit.env import ACTION_NAMES, CHAPTER_REWARDS
+from grpo_core.bandit import BanditGRPO, StepResult
+from grpo_core.bandit.env import ACTION_NAMES
 from grpo_core.lab import controls
+from grpo_core.lab.controls import Knobs
 from grpo_core.lab.host import Controller, Group
-from grpo_core.lab.spec import KNOBS, LIMITS, PALETTE, TOP_ACTION
+from grpo_core.lab.spec import LIMITS
 from grpo_core.lab.view import view_class
 
-LIGHT = {name: light for name, (light, _) in PALETTE.items()}  # the lab's colours, as the views draw them
 
-
-class BanditLab:
+class BanditLab(Knobs):
     r"""The §11 laboratory: GRPO on the 4-armed bandit, every quantity on screen.
 
     Controls: G, ε, β (the chapter's), learning rate, inner epochs, seed,
@@ -40,16 +40,15 @@ class BanditLab:
     clip fraction, :math:`\mathrm{KL}(\pi\|\pi_\mathrm{ref})`, H(π), P(best), a zero-variance warning, a
     ledger and learning curves.
 
-    Everything a button does is also a method (:meth:`sample`, :meth:`step`,
-    :meth:`run_steps`, :meth:`sharpen`, :meth:`reset`), synchronous, so a
-    notebook or a test can drive the lab and read what it shows.
-    ``frame_delay`` seconds are slept between the animated steps of
-    *Run N steps* (0 for none).
+    Every knob is a trait (:class:`~grpo_core.lab.controls.Knobs`: ``lab.beta = 0.1``) and everything a button does
+    is a method (:meth:`sample`, :meth:`step`, :meth:`run_steps`, :meth:`sharpen`, :meth:`reset`), synchronous, so
+    a notebook or a test can drive the lab and read what it shows; ``trainer`` is the kernel's run.
+    ``frame_delay`` seconds are slept between the animated steps of *Run N steps* (0 for none).
     """
 
     def __init__(
         self,
-        run: BanditGRPO | None = None,
+        trainer: BanditGRPO | None = None,
         *,
         seed: int = 0,
         ledger_length: int = LIMITS["ledger_length"],
@@ -57,52 +56,27 @@ class BanditLab:
     ):
         import ipywidgets as widgets
 
-        self.run = BanditGRPO(seed=seed) if run is None else run
-        if not isinstance(self.run, BanditGRPO):
-            raise TypeError(f"run must be a grpo_core.bandit.BanditGRPO, got {type(self.run).__name__}")
-        self._check_config(self.run.config)
-        if self.run.reward_table.tolist() != list(CHAPTER_REWARDS):
-            raise ValueError(f"run: the lab plays the chapter's bandit, rewards {list(CHAPTER_REWARDS)}")
-        self.names = ACTION_NAMES
-        self.best = int(np.argmax(self.run.reward_table))
+        super().__init__()
+        self.trainer = BanditGRPO(seed=seed) if trainer is None else trainer
         self.frame_delay = nonnegative(frame_delay, "frame_delay")
-        self.controller = Controller(self.run, positive_int(ledger_length, "ledger_length"))
+        self.controller = Controller(self.trainer, positive_int(ledger_length, "ledger_length"))
+        self.names = ACTION_NAMES
+        self.best = int(np.argmax(self.trainer.reward_table))
         self.view = view_class()()
         self.view.add_class("grpo-lab-views")
         built = controls.build(
             widgets,
             self.view,
-            config=self.run.config,
-            seed=self.run.seed,
+            seed=self.trainer.seed,
             names=self.names,
-            rewards=self.run.reward_table,
-            configure=self._configure,
+            rewards=self.trainer.reward_table,
             press=lambda name: self.run_steps() if name == "run" else getattr(self, name)(),
         )
         self.knobs, self.buttons, self.widget = built.knobs, built.buttons, built.widget
         self.seed, self.steps = built.seed, built.steps
         self.sharpen_action, self.sharpen_prob = built.sharpen_action, built.sharpen_prob
-        self.group_size, self.eps, self.beta = self.knobs["group_size"], self.knobs["eps_low"], self.knobs["beta"]
-        self.lr, self.inner_epochs, self.advantage = (
-            self.knobs["lr"],
-            self.knobs["inner_epochs"],
-            self.knobs["advantage"],
-        )
         self._render()
-
-    @staticmethod
-    def _check_config(config: GRPOConfig) -> None:
-        for knob in KNOBS:
-            value = getattr(config, knob.name)
-            if knob.options is not None:
-                continue  # GRPOConfig accepts only the toggle's values
-            if not knob.minimum <= value <= knob.maximum:
-                raise ValueError(
-                    f"run.config.{knob.name} must lie in [{knob.minimum}, {knob.maximum}] for the lab's slider, "
-                    f"got {value}"
-                )
-        if config.eps_high is not None and config.eps_high != config.eps_low:
-            raise ValueError("run.config.eps_high must be None (the lab's ε slider is a symmetric clip)")
+        self.link_knobs(self.knobs)
 
     # -- actions: the controller's ---------------------------------------------
 
@@ -148,15 +122,10 @@ class BanditLab:
         """
         onto = self.sharpen_action.value if action is None else action
         chance = self.sharpen_prob.value if prob is None else prob
-        if isinstance(onto, bool | np.bool_) or not isinstance(onto, str | int | np.integer):
-            raise TypeError(f"action must be a name, an index or {TOP_ACTION}, got {type(onto).__name__}")
-        if isinstance(chance, bool | np.bool_) or not isinstance(chance, int | float | np.integer | np.floating):
-            raise TypeError(f"prob must be a number, got {type(chance).__name__}")
-        onto = onto if isinstance(onto, str) else int(onto)
-        self._act({"do": "sharpen", "onto": onto, "prob": float(chance)})
-        self.sharpen_action.value = self.names.index(onto) if isinstance(onto, str) else onto
+        self._act({"do": "sharpen", "onto": onto, "prob": chance})
+        self.sharpen_action.value = self.names.index(onto) if isinstance(onto, str) else int(onto)
         self.sharpen_prob.value = float(chance)
-        return self.run.probs
+        return self.trainer.probs
 
     def reset(self, seed: int | None = None) -> None:
         r"""*Reset*: π back to the start, :math:`\pi_\mathrm{ref} \leftarrow \pi`, the RNG reseeded with the seed
@@ -169,17 +138,15 @@ class BanditLab:
             self.seed.value = str(seed_value(seed))
         self._act({"do": "reset", "seed": self.seed.value})
 
-    def _configure(self, name: str, value) -> None:
+    def configure(self, name: str, value):
+        """A knob's trait set (from code or its control): the controller's *configure* action; the value it took."""
         self._act({"do": "configure", "name": name, "value": value})
+        return self.controller.state["config"][name]
 
     @property
     def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        r"""The learning curves in full, each a pair of arrays (steps, values).
-
-        Keys ``mean_reward`` and ``clip_fraction`` (of each step's group), ``value`` (:math:`V^\pi`),
-        ``p_best``, ``kl`` and ``entropy``.
-        """
-        return {key: (np.array(xs, dtype=float), np.array(ys)) for key, (xs, ys) in self.controller.curves().items()}
+        """The learning curves in full by key, each (steps, values) (:meth:`~grpo_core.lab.host.Controller.curves`)."""
+        return self.controller.curves()
 
     @property
     def ledger(self) -> list[str]:
@@ -193,6 +160,7 @@ class BanditLab:
     def _render(self) -> None:
         """Send the state to the view: one message, every view redrawn from it in the browser."""
         self.view.state = self.controller.state
+        self.show_config(self.controller.state["config"])
 
     # -- reading and showing ---------------------------------------------------
 
@@ -203,38 +171,10 @@ class BanditLab:
 
     def plot(self):
         r"""A static matplotlib snapshot of the run (for a page read without a kernel): π beside
-        :math:`\pi_\mathrm{ref}`,
-        the raw reward, and P(best), KL, H over the steps. Returns the figure."""
-        import matplotlib.pyplot as plt
+        :math:`\pi_\mathrm{ref}`, the raw reward, and P(best), KL, H over the steps. Returns the figure."""
+        from grpo_core.lab.plot import plot
 
-        curves = self.curves
-        fig, (ax_pi, ax_r, ax_p) = plt.subplots(
-            1, 3, figsize=(7.0, 3.0), width_ratios=(1, 1.3, 1.3), layout="constrained"
-        )
-        x = np.arange(len(self.names))
-        ax_pi.bar(x - 0.18, self.run.probs, 0.36, label=r"$\pi_\theta$", color=LIGHT["blue"])
-        ax_pi.bar(
-            x + 0.18,
-            self.run.ref_probs,
-            0.36,
-            label=r"$\pi_{\mathrm{ref}}$",
-            color=LIGHT["ref"],
-            edgecolor=LIGHT["grey"],
-        )
-        ax_pi.set_xticks(x, [f"{n}\n{r:g}" for n, r in zip(self.names, self.run.reward_table, strict=True)])
-        ax_pi.set(ylim=(0, 1), ylabel="probability", title=f"policy after {len(self.run.history)} steps")
-        ax_pi.legend(loc="upper right", fontsize=8)
-        ax_r.plot(*curves["mean_reward"], "o", ms=3, color=LIGHT["grey"], label="group mean R (raw)")
-        ax_r.plot(*curves["value"], color=LIGHT["blue"], label=r"$V^\pi = \sum_a \pi(a)\,r(a)$")
-        ax_r.set(xlabel="GRPO step", ylabel="reward", title="reward", ylim=(0, 1))
-        ax_r.legend(loc="lower right")
-        ax_p.plot(*curves["p_best"], color=LIGHT["green"], label=f"P({self.names[self.best]})")
-        ax_p.plot(*curves["kl"], color=LIGHT["purple"], label=r"KL($\pi\,\|\,\pi_{\mathrm{ref}}$) [nats]")
-        ax_p.plot(*curves["entropy"], color=LIGHT["orange"], label=r"$H(\pi)$ [nats]")
-        ax_p.set(xlabel="GRPO step", title="policy statistics")
-        ax_p.axhline(np.log(len(self.names)), color=LIGHT["grey"], lw=0.8, ls="--")
-        ax_p.legend(loc="center left", fontsize=8)
-        return fig
+        return plot(self)
 
     def show(self) -> None:
         """Display the lab in the notebook."""
@@ -246,11 +186,7 @@ class BanditLab:
         """Close every widget of the lab (their models leave the kernel and the saved widget state) and its
         controller."""
         self.controller.close()
-        stack = [self.widget]
-        while stack:
-            widget = stack.pop()
-            stack.extend(getattr(widget, "children", ()))
-            widget.close()
+        controls.close(self.widget)
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)
@@ -258,8 +194,8 @@ class BanditLab:
         return bundle
 
     def __repr__(self) -> str:
-        config = self.run.config
+        config = self.trainer.config
         return (
-            f"BanditLab(steps={len(self.run.history)}, G={config.group_size}, eps={config.eps_low:.2f}, "
-            f"beta={config.beta:.3f}, P({self.names[self.best]})={self.run.probs[self.best]:.3f})"
+            f"BanditLab(steps={len(self.trainer.history)}, G={config.group_size}, eps={config.eps_low:.2f}, "
+            f"beta={config.beta:.3f}, P({self.names[self.best]})={self.trainer.probs[self.best]:.3f})"
         )

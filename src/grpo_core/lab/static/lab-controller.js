@@ -103,7 +103,24 @@
   /** The value a knob's control shows: a slider's rounded to its decimals (1.05, not 1.0499999999999998). */
   function knobValue(knob, raw) {
     if (knob.options) return raw;
-    return knob.integer ? Math.round(Number(raw)) : Number(fixed(Number(raw), knob.digits));
+    return knob.integer ? Math.round(raw) : Number(fixed(raw, knob.digits));
+  }
+
+  /** Why `value` is no value `knob`'s control can take ({type, message}, naming the knob), or null: a toggle takes
+   * one of its options, a slider a number minimum + k * step within its range (NaN and ±∞ are none). */
+  function knobError(knob, value) {
+    const got = `got ${typeof value === "string" ? `'${value}'` : String(value)}`;
+    if (knob.options) {
+      const values = knob.options.map(([, v]) => v);
+      if (values.includes(value)) return null;
+      const type = typeof value === "string" ? "ValueError" : "TypeError";
+      return { type, message: `${knob.name} must be one of '${values.join("', '")}', ${got}` };
+    }
+    if (typeof value !== "number") return { type: "TypeError", message: `${knob.name} must be a number, ${got}` };
+    const k = (value - knob.minimum) / knob.step;
+    if (value >= knob.minimum && value <= knob.maximum && Math.abs(k - Math.round(k)) < 1e-6) return null;
+    const slider = `${knob.minimum} to ${knob.maximum} in steps of ${knob.step}`;
+    return { type: "ValueError", message: `${knob.name} must be a value of its slider (${slider}), ${got}` };
   }
 
   /** A knob's change as the engine takes it: the ε slider is a symmetric clip, so it clears eps_high. */
@@ -354,6 +371,8 @@
         plan: (action) => {
           const knob = KNOB[action.name];
           if (knob === undefined) return { type: "ValueError", message: `name must be a knob of the lab, got '${action.name}'` };
+          const error = knobError(knob, action.value);
+          if (error !== null) return error;
           action.value = knobValue(knob, action.value);
           const commands = [["configure", knobChanges(action.name, action.value)]];
           if (action.name === "group_size" && policy.pending) commands.push(["drop"]); // a group of the old size

@@ -70,7 +70,7 @@
         readout(input, output, knob.digits);
         row.append(html("span", {}, knob.label), input, output);
         input.addEventListener("input", () => readout(input, output, knob.digits));
-        input.addEventListener("change", () => this.configure(knob.name, input.value));
+        input.addEventListener("change", () => this.configure(knob.name, Number(input.value)));
         controls.append(row);
         this.controls[knob.name] = input;
       };
