@@ -33,7 +33,9 @@ def run_setting(setting: str, notebooks: list[str]) -> tuple[float, int, list[st
     """nbval on ``notebooks`` under ``setting``: its wall time, the number of cells, the cells that differed."""
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "junit.xml"
-        command = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider", *NBVAL]
+        # --dist loadfile: each notebook whole to one worker (its cells share one kernel; split, they fail)
+        command = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-q", "-p", "no:cacheprovider"]
+        command += NBVAL
         command += ["--cpu-env", setting, f"--junitxml={report}", "tests/conftest.py", *notebooks]
         start = time.perf_counter()
         subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, check=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import fcntl
 import importlib
 import json
 import os
@@ -203,16 +204,33 @@ def outside_state() -> tuple:
     return [path.exists() for path in MARKERS], status, jail_processes()
 
 
+def leased_by_a_running_grader(uid: int) -> bool:
+    """Whether a grading run that is still going holds the lease of jail uid ``uid`` (:func:`jail.lease_uid`): its
+    processes are that run's. A test asks once its own grading has ended, so its own leases are released."""
+    try:
+        lock = os.open(jail.UID_LOCKS / str(uid), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(lock)
+
+
 def jail_processes() -> list[int]:
-    """Processes of the jails' users (the tests' 2 jobs) that no other pytest-xdist worker started: the other
-    worker grades at the same time, with the same users. A process of ours, or one that left its parents behind
-    (reparented to init), is counted."""
+    """Processes of the jails' users that no grading run still going owns. Another pytest-xdist worker grades at
+    the same time: its jails run under uids it leased, or (a root process of its own) started them. A process left
+    behind under a uid no running grader holds, reparented to init or not, is counted."""
     parents, found = {}, []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit():
                 parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                if jail.UID_BASE <= entry.stat().st_uid < jail.UID_BASE + jail.UIDS:
+                uid = entry.stat().st_uid
+                if jail.UID_BASE <= uid < jail.UID_BASE + jail.UIDS and not leased_by_a_running_grader(uid):
                     found.append(int(entry.name))
         except OSError:
             pass
