@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 from lab_parity import SHARPEN, VALUES, draw_seed
-from test_lab_words import lab_page  # noqa: F401 (the page with the spec, the engine and the site lab's scripts)
 
 from grpo_core.lab import BanditLab
 from grpo_core.lab import spec as lab_spec
@@ -111,7 +110,7 @@ def differ(python, page, where: str = "state") -> str | None:
     return None if python == page else f"{where}: {python!r} against {page!r}"
 
 
-def test_both_labs_say_and_show_the_same_after_every_action(lab_page):  # noqa: F811
+def test_both_labs_say_and_show_the_same_after_every_action(lab_page):
     rng = np.random.default_rng(11)
     compared = 0
     for _ in range(SESSIONS):

@@ -20,7 +20,6 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal
 
 import numpy as np
-import pytest
 from lab_parity import SHARPEN, VALUES
 
 from grpo_core.bandit import GRPOConfig
@@ -28,7 +27,6 @@ from grpo_core.lab import BanditLab
 from grpo_core.lab import spec as lab_spec
 from grpo_core.lab.host import call
 from grpo_core.lab.spec import K3_WEIGHT_LARGE, KL_STILL
-from grpo_core.lab.view import asset
 
 TIES = [(k, G) for G in range(2, 65) for k in range(G + 1)]
 NUMBER = r"(-?\d+\.\d+)"
@@ -51,21 +49,6 @@ def ledger_text(parts: list) -> str:
 def is_tie(x: float, digits: int) -> bool:
     """Whether the double ``x`` lies exactly halfway between two numbers of ``digits`` decimals."""
     return Decimal(x) * 10**digits % 1 == Decimal("0.5")
-
-
-@pytest.fixture(scope="module")
-def lab_page(browser):
-    """A blank page with the spec, the engine, the view and the site's controls, nothing else."""
-    page = browser.new_page()
-    errors = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.set_content("<!doctype html><title>lab</title><div id='views'></div><div id='site'></div>")
-    page.add_script_tag(content=lab_spec.script())
-    for name in ("lab-engine.js", "lab-controller.js", "lab-view.js", "lab-site.js"):
-        page.add_script_tag(content=asset(name))
-    yield page
-    assert errors == []
-    page.close()
 
 
 # -- 1. one number format ---------------------------------------------------------------------------------------

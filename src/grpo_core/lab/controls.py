@@ -28,6 +28,7 @@ from grpo_core.lab.spec import (
 
 CONTROL_WIDTH = "298px"
 LABEL_STYLE = {"description_width": "104px"}
+TOGGLE_STYLE = {"button_width": "92px"}
 SHARPEN = LIMITS["sharpen_prob"]
 
 
@@ -103,44 +104,27 @@ def build(widgets, view, *, seed: int, names, rewards, press) -> Controls:
     controls = Controls(
         knobs=_knobs(widgets),
         buttons=_buttons(widgets, press),
-        seed=_classed(
-            widgets.Text(value=str(seed), description=WORDS["seed"], style=LABEL_STYLE, layout=_wide(widgets)),
-            "grpo-lab-seed",
+        seed=_control(widgets, widgets.Text, "seed", value=str(seed)),
+        steps=_control(
+            widgets, widgets.BoundedIntText, "steps", value=LIMITS["steps"], min=1, max=LIMITS["max_steps_per_run"]
         ),
-        steps=_classed(
-            widgets.BoundedIntText(
-                value=LIMITS["steps"],
-                min=1,
-                max=LIMITS["max_steps_per_run"],
-                description=WORDS["steps"],
-                style=LABEL_STYLE,
-                layout=_wide(widgets),
-            ),
-            "grpo-lab-steps",
+        sharpen_action=_control(
+            widgets,
+            widgets.Dropdown,
+            "sharpen_action",
+            options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(names))],
+            value=sharpen_start(len(names)),
         ),
-        sharpen_action=_classed(
-            widgets.Dropdown(
-                options=[(WORDS["top_action"], TOP_ACTION), *((name, k) for k, name in enumerate(names))],
-                value=sharpen_start(len(names)),
-                description=WORDS["sharpen_action"],
-                style=LABEL_STYLE,
-                layout=_wide(widgets),
-            ),
-            "grpo-lab-sharpen-action",
-        ),
-        sharpen_prob=_classed(
-            widgets.FloatSlider(
-                value=SHARPEN["default"],
-                min=sharpen_minimum(len(names)),
-                max=SHARPEN["maximum"],
-                step=SHARPEN["step"],
-                description=WORDS["sharpen_prob"],
-                continuous_update=False,
-                readout_format=".2f",
-                style=LABEL_STYLE,
-                layout=_wide(widgets),
-            ),
-            "grpo-lab-sharpen-prob",
+        sharpen_prob=_control(
+            widgets,
+            widgets.FloatSlider,
+            "sharpen_prob",
+            value=SHARPEN["default"],
+            min=sharpen_minimum(len(names)),
+            max=SHARPEN["maximum"],
+            step=SHARPEN["step"],
+            continuous_update=False,
+            readout_format=".2f",
         ),
     )
     controls.widget = _layout(widgets, controls, view, names, rewards)
@@ -151,30 +135,26 @@ def _wide(widgets):
     return widgets.Layout(width=CONTROL_WIDTH)
 
 
+def _control(widgets, kind, name: str, **options):
+    """A ``kind`` control as wide as the column, with the CSS class ``grpo-lab-<name>`` and ``options``; unless they
+    say otherwise, labelled ``WORDS[name]`` in a label column of ``LABEL_STYLE``."""
+    options = {"style": LABEL_STYLE, **options}
+    if "description" not in options:
+        options["description"] = WORDS[name]
+    return _classed(kind(layout=_wide(widgets), **options), f"grpo-lab-{name.replace('_', '-')}")
+
+
 def _knobs(widgets) -> dict:
     """A slider or toggle per knob of :data:`grpo_core.lab.spec.KNOBS` (the lab links each to its trait)."""
     knobs = {}
     for knob in KNOBS:
         if knob.options is not None:
-            widget = widgets.ToggleButtons(
-                options=knob.options,
-                value=knob.default,
-                style={"button_width": "92px"},
-                layout=_wide(widgets),
-            )
+            kind, options = widgets.ToggleButtons, {"options": knob.options, "description": "", "style": TOGGLE_STYLE}
         else:
-            widget = (widgets.IntSlider if knob.integer else widgets.FloatSlider)(
-                value=knob.default,
-                min=knob.minimum,
-                max=knob.maximum,
-                step=knob.step,
-                description=knob.label,
-                continuous_update=False,
-                style=LABEL_STYLE,
-                layout=_wide(widgets),
-                **({} if knob.integer else {"readout_format": f".{knob.digits}f"}),
-            )
-        knobs[knob.name] = _classed(widget, f"grpo-lab-{knob.name.replace('_', '-')}")
+            kind = widgets.IntSlider if knob.integer else widgets.FloatSlider
+            options = {"description": knob.label, "min": knob.minimum, "max": knob.maximum, "step": knob.step}
+            options |= {"continuous_update": False} | ({} if knob.integer else {"readout_format": f".{knob.digits}f"})
+        knobs[knob.name] = _control(widgets, kind, knob.name, value=knob.default, **options)
     return knobs
 
 
