@@ -223,14 +223,18 @@ def leased_by_a_running_grader(uid: int) -> bool:
 def jail_processes() -> list[int]:
     """Processes of the jails' users that no grading run still going owns. Another pytest-xdist worker grades at
     the same time: its jails run under uids it leased, or (a root process of its own) started them. A process left
-    behind under a uid no running grader holds, reparented to init or not, is counted."""
+    behind under a uid no running grader holds, reparented to init or not, is counted unless it is a zombie: one
+    runs nothing and holds nothing (as :meth:`jail.Jail._stop` counts), and a closed jail's first process stays one
+    until the machine's init collects it, which may come after its run has released the uid."""
     parents, found = {}, []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit():
-                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+                parents[int(entry.name)] = int(parent)
                 uid = entry.stat().st_uid
-                if jail.UID_BASE <= uid < jail.UID_BASE + jail.UIDS and not leased_by_a_running_grader(uid):
+                alive_in_a_jail = jail.UID_BASE <= uid < jail.UID_BASE + jail.UIDS and state != "Z"
+                if alive_in_a_jail and not leased_by_a_running_grader(uid):
                     found.append(int(entry.name))
         except OSError:
             pass
