@@ -275,6 +275,8 @@ class Jail:
         if reply is None:
             self.kill("")
             raise Hung(seconds)
+        if self.broken:  # killed for a reason (a limit struck): what its runner says while it dies does not count
+            raise JailError(self.broken)
         try:
             answer = loads(reply)
         except (ValueError, RecursionError):

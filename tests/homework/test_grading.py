@@ -586,6 +586,22 @@ def test_a_jail_that_died_before_reading_a_request_closes_quietly():
     dead.close()
 
 
+def test_what_a_killed_jail_says_while_it_dies_does_not_count():
+    """``--die-with-parent``: once bwrap is killed, the kernel ends the runner a moment later, and in that moment it
+    can still read a request and answer it (a fresh-clone run: the test above got an answer after ``kill`` and
+    ``wait``). A jail a limit killed must not have its answers counted, so once it is killed (:attr:`Jail.broken`
+    set, as ``kill`` sets it first) every reply raises its reason. Here the kill is recorded and not yet done: the
+    runner is alive and answers."""
+    alive = jail.Jail(sys.executable, jail.python_paths(sys.executable), 60)
+    try:
+        assert alive.ask({"names": []}) == {"values": {}}
+        alive.broken = "it held over the 2 GiB limit in processes and files"
+        with pytest.raises(jail.JailError, match="over the 2 GiB limit"):
+            alive.ask({"names": []})
+    finally:
+        alive.close()
+
+
 # ---------------------------------------------------------------- bombs
 
 FORK_BOMB = "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.05)"
