@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import select
 import signal
@@ -58,7 +59,9 @@ FILE_SIZE = 64 * 2**20
 TMPFS = 256 * 2**20
 DEVICES = ("null", "zero", "full", "random", "urandom")
 MAX_REPLY = 16 * 2**20  # the largest reply of the ten reference solutions is 3.9 MB
-UID_BASE, UIDS = 65000, 1000  # 64000 + slot was the old sandbox's: a machine may still run it
+# 64000 + slot was the old sandbox's (a machine may still run it); the range stops below 65534, nobody, whom
+# other programs run as (and an unprivileged jail: no uid of its own).
+UID_BASE, UIDS = 65000, 534
 UID_LOCKS = Path("/run/grpo-homework-jails")  # root's: a lock file per uid in use (lease_uid)
 STDERR_CHARS = 1000  # of what a jail that failed to start wrote
 WORKDIR = "/submission"
@@ -233,7 +236,8 @@ class Jail:
         seccomp = filter_pipe()
         read, write = os.pipe()
         try:
-            cpu_seconds = max(1, int(self.deadline - time.monotonic()) + 1)  # past the deadline: killed at once
+            # At least a second past the wall time: the watchdog's kill, which names the time limit, comes first.
+            cpu_seconds = max(1, math.ceil(self.deadline - time.monotonic()) + 1)  # past the deadline: killed at once
             argv = self.command(self.python, self.paths, self.uid, cpu_seconds, seccomp)
             self.process = subprocess.Popen(
                 [*argv, str(write)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -245,6 +245,25 @@ def browser():
         browser.close()
 
 
+@pytest.fixture(scope="module")
+def lab_scripts(browser):
+    """A blank page with the lab's scripts alone: the spec, the engine, the one controller, the view and the site's
+    controls (tests/browser/test_lab_words.py and test_lab_controller.py)."""
+    from grpo_core.lab import spec as lab_spec
+    from grpo_core.lab.view import asset
+
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_content("<!doctype html><title>lab</title><div id='views'></div><div id='site'></div>")
+    page.add_script_tag(content=lab_spec.script())
+    for name in ("lab-engine.js", "lab-controller.js", "lab-view.js", "lab-site.js"):
+        page.add_script_tag(content=asset(name))
+    yield page
+    assert errors == []
+    page.close()
+
+
 @pytest.fixture(scope="session")
 def lab_cache(browser):
     """One browser context per test worker for the tabs of the live lab's tests (tests/site/test_lab_site.py and

@@ -1,6 +1,7 @@
 """The built site as the browser tests see it: where it is, its local server, and what a page did.
 
-Shared by ``test_site.py`` (every page) and ``test_lab_site.py`` (the live lab of §11);
+Shared by ``test_site.py`` (every page) and ``test_lab_site.py`` (the live lab of §11), and the progress recorder
+by ``test_lab_browser.py`` (the lab in JupyterLab);
 ``conftest.py`` serves the site once per test worker (the ``site`` fixture).
 """
 
@@ -28,6 +29,21 @@ OVERFLOW = """async () => {
   await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
   return [document.documentElement.scrollWidth, window.innerWidth];
 }"""
+# Started before a click on *Run N steps*: at every frame, the run's progress label (``selector``) is kept until it
+# reads ``done``; the page records it whatever the test process is doing, so a short run's labels are all seen.
+# Read it with PROGRESS_SEEN (wait_for_function: the labels seen, once the last one is).
+RECORD_PROGRESS = """([selector, done]) => {
+  window.progressSeen = new Set();
+  window.progressDone = false;
+  const frame = () => {
+    const label = document.querySelector(selector)?.innerText.trim();
+    if (label) window.progressSeen.add(label);
+    if (label === done) window.progressDone = true;
+    else requestAnimationFrame(frame);
+  };
+  frame();
+}"""
+PROGRESS_SEEN = "() => window.progressDone && [...window.progressSeen]"
 NETWORK = ("http", "https", "ws", "wss")  # blob: and data: URLs are the page's own memory, not requests
 
 

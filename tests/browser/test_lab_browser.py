@@ -19,7 +19,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from site_browser import PROGRESS_SEEN, RECORD_PROGRESS
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "11-bandit-lab.ipynb"
@@ -125,12 +125,6 @@ class KernelTraffic:
             ) from None
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def api(url: str, token: str, method: str = "GET", body: dict | None = None) -> bytes:
     headers = {"Authorization": f"token {token}", "Content-Type": "application/json"}
     data = None if body is None else json.dumps(body).encode()
@@ -147,6 +141,12 @@ def write_json(path: Path, content: dict) -> None:
 # The user settings of the test server (JupyterLab's Settings Editor, by plugin): every cell rendered (no virtual
 # scrolling), so that the lab stays in the DOM.
 RENDER_EVERY_CELL = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"}}
+
+
+def server_port(runtime: Path, pid: int) -> int:
+    """The port the Jupyter server of process ``pid`` listens on, from the file it writes in its ``runtime`` folder
+    once it listens (FileNotFoundError before; ValueError while it is half written)."""
+    return int(json.loads((runtime / f"jpserver-{pid}.json").read_text())["port"])
 
 
 @contextlib.contextmanager
@@ -175,8 +175,7 @@ def jupyterlab_server(
         "IPYTHONDIR": str(home / "ipython"),
         "MPLBACKEND": "module://matplotlib_inline.backend_inline",
     }
-    token, port = secrets.token_hex(16), free_port()
-    base = f"http://127.0.0.1:{port}"
+    token, base = secrets.token_hex(16), None
     log = (home / "server.log").open("w")
     server = subprocess.Popen(
         [
@@ -185,7 +184,7 @@ def jupyterlab_server(
             "--no-browser",
             f"--ServerApp.token={token}",
             "--ip=127.0.0.1",
-            f"--port={port}",
+            "--port=0",  # a free port of the server's choosing, which its runtime file names
             "--port-retries=0",
             "--allow-root",
             f"--ServerApp.root_dir={notebooks}",
@@ -201,14 +200,17 @@ def jupyterlab_server(
         while True:
             assert server.poll() is None, f"jupyter lab exited early:\n{(home / 'server.log').read_text()}"
             try:
+                base = base or f"http://127.0.0.1:{server_port(home / 'runtime', server.pid)}"
                 api(f"{base}/api/status", token)
                 break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
+            except (FileNotFoundError, ValueError, urllib.error.URLError, ConnectionError, TimeoutError):
                 assert time.monotonic() < deadline, f"jupyter lab did not answer within {SERVER_START_S} s"
                 time.sleep(0.1)
         yield base, token
     finally:
         try:
+            if base is None:
+                raise ConnectionError("the server never said where it listens")
             api(f"{base}/api/shutdown", token, method="POST")  # also shuts its kernels down
             server.wait(timeout=20)
         except (urllib.error.URLError, ConnectionError, TimeoutError, subprocess.TimeoutExpired):
@@ -334,12 +336,6 @@ def run_all_cells(page, attempts: int = 3) -> None:
     raise AssertionError(f"Run All Cells did not start any cell in {attempts} attempts")
 
 
-# Every label the progress bar shows (checked at each frame) until it shows ``done``; then the labels seen.
-PROGRESS = """(done) => {
-  const label = document.querySelector('.grpo-lab .grpo-lab-progress-label')?.innerText.trim();
-  window.grpoTestProgress.add(label);
-  return label === done && [...window.grpoTestProgress];
-}"""
 # Resolves after the second frame from now: the work JupyterLab schedules for the next frame (Lumino's update and
 # layout messages) has run, and the result is on screen.
 NEXT_FRAMES = "() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))"
@@ -452,10 +448,10 @@ def test_lab_in_jupyterlab(jupyterlab, browser):
         steps_box.fill("30")
         steps_box.press("Enter")
         traffic.wait_answered(sent, requests=1)  # the kernel has N = 30
-        page.evaluate("() => { window.grpoTestProgress = new Set(); }")
+        page.evaluate(RECORD_PROGRESS, [".grpo-lab .grpo-lab-progress-label", "30 / 30 steps"])
         lab.locator("button.grpo-lab-run").click()
         try:  # the run is animated step by step: every label shown in a frame is kept
-            seen = set(page.wait_for_function(PROGRESS, arg="30 / 30 steps", timeout=CLICK_S * 1000).json_value())
+            seen = set(page.wait_for_function(PROGRESS_SEEN, timeout=CLICK_S * 1000).json_value())
         except PlaywrightTimeout:
             label = lab.locator(".grpo-lab-progress-label").inner_text().strip()
             raise AssertionError(f"Run N steps did not finish; progress shows {label!r}") from None

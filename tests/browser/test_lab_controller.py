@@ -110,13 +110,13 @@ def differ(python, page, where: str = "state") -> str | None:
     return None if python == page else f"{where}: {python!r} against {page!r}"
 
 
-def test_both_labs_say_and_show_the_same_after_every_action(lab_page):
+def test_both_labs_say_and_show_the_same_after_every_action(lab_scripts):
     rng = np.random.default_rng(11)
     compared = 0
     for _ in range(SESSIONS):
         seed = draw_seed(rng)
         drawn = actions(rng, ACTIONS_PER_SESSION)
-        page = lab_page.evaluate(PLAY_SITE, [seed, drawn])
+        page = lab_scripts.evaluate(PLAY_SITE, [seed, drawn])
         lab = BanditLab(seed=int(seed), frame_delay=0)
         for number, (action, shown) in enumerate(zip(drawn, page, strict=True)):
             play_python(lab, action)

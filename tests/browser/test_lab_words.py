@@ -54,15 +54,17 @@ def is_tie(x: float, digits: int) -> bool:
 # -- 1. one number format ---------------------------------------------------------------------------------------
 
 
-def test_every_exact_tie_k_over_G_is_written_by_the_one_rule_in_python_and_in_the_page(lab_page):
+def test_every_exact_tie_k_over_G_is_written_by_the_one_rule_in_python_and_in_the_page(lab_scripts):
     values = [k / G for k, G in TIES]
-    in_page = lab_page.evaluate("(xs) => xs.map((x) => [1, 2, 3].map((d) => GRPOLab.controller.fixed(x, d)))", values)
+    in_page = lab_scripts.evaluate(
+        "(xs) => xs.map((x) => [1, 2, 3].map((d) => GRPOLab.controller.fixed(x, d)))", values
+    )
     for x, page_texts in zip(values, in_page, strict=True):
         for digits, page_text in zip((1, 2, 3), page_texts, strict=True):
             assert fixed(x, digits) == page_text == by_decimal(x, digits), (x, digits)
     ties = sum(is_tie(x, d) for x in values for d in (1, 2, 3))
     assert ties >= 90, "the grid holds exact ties (96 of them)"
-    negative = lab_page.evaluate("() => [-0.625, -0.375, 0.625].map((x) => GRPOLab.controller.signed(x))")
+    negative = lab_scripts.evaluate("() => [-0.625, -0.375, 0.625].map((x) => GRPOLab.controller.signed(x))")
     assert negative == ["-0.62", "-0.38", "+0.62"]
 
 
@@ -81,7 +83,7 @@ SHOWN = """([states, spec]) => {
 })}"""
 
 
-def test_a_clip_fraction_at_a_tie_reads_the_same_on_the_card_the_ledger_the_summary_and_readout(lab_page):
+def test_a_clip_fraction_at_a_tie_reads_the_same_on_the_card_the_ledger_the_summary_and_readout(lab_scripts):
     """The issue's case (seed 0, two GRPO steps: 5 of 8 clipped), then the clip fraction set to each k/G (G = 2..64)
     that is an exact tie at the two decimals of the card or the three of the curve's value, and a few that are not."""
     lab = BanditLab(seed=0, frame_delay=0)
@@ -97,7 +99,7 @@ def test_a_clip_fraction_at_a_tie_reads_the_same_on_the_card_the_ledger_the_summ
         shown["curves"]["clip_fraction"][1][-1] = clip
         shown["ledger"][-1][1][0][1]["clip"] = clip
         states.append(shown)
-    in_page = lab_page.evaluate(SHOWN, [states, lab_spec.spec()])
+    in_page = lab_scripts.evaluate(SHOWN, [states, lab_spec.spec()])
     assert "clip fraction 0.62" in lab.readout() and "clip 0.62 " in lab.ledger[0]
     for shown, page in zip(states, in_page, strict=True):
         clip = shown["stats"]["clip"]
@@ -109,9 +111,9 @@ def test_a_clip_fraction_at_a_tie_reads_the_same_on_the_card_the_ledger_the_summ
         assert page["curve"] == by_decimal(clip, 3)
 
 
-def test_the_page_lab_writes_the_tie_as_the_jupyterlab_lab_does(lab_page):
+def test_the_page_lab_writes_the_tie_as_the_jupyterlab_lab_does(lab_scripts):
     """The site's controller over the page's engine, seed 0, two GRPO steps: 0.625 shown as 0.62 everywhere."""
-    shown = lab_page.evaluate(
+    shown = lab_scripts.evaluate(
         """() => {
           const lab = new GRPOLab.site.SiteLab(document.getElementById('site'), '0');
           lab.click('step');
@@ -275,12 +277,12 @@ def check_sampled(step: dict, banner: str, seen: set) -> None:
         assert np.all(step["sampled_advantages"] == 0)
 
 
-def test_what_the_lab_says_about_each_step_is_what_the_step_did(lab_page):
+def test_what_the_lab_says_about_each_step_is_what_the_step_did(lab_scripts):
     steps = play_grid()
     assert len(steps) > 600
     spec = lab_spec.spec()
-    shown = lab_page.evaluate(WORDS, [[step["state"] for step in steps], spec])
-    sampled = lab_page.evaluate(WORDS, [[step["sample_state"] for step in steps], spec])
+    shown = lab_scripts.evaluate(WORDS, [[step["state"] for step in steps], spec])
+    sampled = lab_scripts.evaluate(WORDS, [[step["sample_state"] for step in steps], spec])
     seen: set = set()
     for step, (banner, summary), (sampled_banner, _) in zip(steps, shown, sampled, strict=True):
         check_step(step, banner, summary, seen)

@@ -19,7 +19,7 @@ import re
 import numpy as np
 import pytest
 from lab_parity import SHARPEN, VALUES, draw_seed, play, sessions
-from site_browser import LAB_PAGE, OVERFLOW, SCREENSHOTS, WINDOW_WIDTHS, PageLog, tab
+from site_browser import LAB_PAGE, OVERFLOW, PROGRESS_SEEN, RECORD_PROGRESS, SCREENSHOTS, WINDOW_WIDTHS, PageLog, tab
 from test_lab_parity import PLAY, first_difference, on_the_baseline_cpu
 
 from grpo_core.bandit import BanditGRPO, GRPOConfig
@@ -115,13 +115,6 @@ def test_the_page_says_which_engine_runs_and_how_to_replay_it(lab_page, site):
 
 # Every label the live lab's progress bar shows (checked at each frame: the run takes one step a frame) until it
 # shows ``done``; then the labels seen.
-PROGRESS = """(done) => {
-  const label = document.querySelector('.grpo-lab-live .grpo-lab-progress-label').innerText;
-  window.labelsSeen.add(label);
-  return label === done && [...window.labelsSeen];
-}"""
-
-
 def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
     page, log, context = lab_page
     context.set_offline(True)
@@ -173,9 +166,9 @@ def test_every_control_of_the_live_lab_does_what_it_says(lab_page, site):
     assert not lab.locator(".grpo-lab-progress").is_visible()
 
     lab.locator(".grpo-lab-steps input").fill("30")
-    page.evaluate("() => { window.labelsSeen = new Set(); }")
+    page.evaluate(RECORD_PROGRESS, [".grpo-lab-live .grpo-lab-progress-label", "30 / 30 steps"])
     lab.locator("button.grpo-lab-run").click()
-    seen = set(page.wait_for_function(PROGRESS, arg="30 / 30 steps").json_value())
+    seen = set(page.wait_for_function(PROGRESS_SEEN).json_value())
     assert any(label.endswith(" / 30 steps") and label != "30 / 30 steps" for label in seen), seen
     assert card(page, "step") == "30" and "run 30 steps (0 → 30)" in ledger_top(page)
     replay = BanditGRPO(seed=3, config=GRPOConfig(group_size=4, eps_low=0.1, beta=0.2, lr=0.5, inner_epochs=8))
