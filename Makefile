@@ -57,8 +57,10 @@ NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.
 XDIST := -n 2 --dist loadfile --no-loadscope-reorder
 TESTS := tests/homework tests/browser tests/site notebooks tests/notebooks tests/unit
 
+# The unit tier runs no notebook, so without nbval: its import (nbformat -> jsonschema -> rfc3987_syntax, which
+# builds ~35 Lark parsers at import) cost every pytest process 3-4 s before its first test.
 check: lint
-	$(BIN)/pytest $(XDIST) tests/unit
+	$(BIN)/pytest $(XDIST) -p no:nbval tests/unit
 
 # One pytest run on both cores while the book builds beside it; a test of the built site waits for the build's
 # exit status in $BOOK_STATUS. Each exhaustive sweep runs its fixed cases and a fresh random sample of the rest,
