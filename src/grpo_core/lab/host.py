@@ -103,8 +103,8 @@ def execute(run: BanditGRPO, verb: str, argument=None):
     """One engine command of the controller on ``run``: what it reports and, for a sample or a step, the group
     (:class:`Group`) or the step's result (None if it diverged)."""
     if verb == "sample":
-        group = Group(*run.sample(), None)
-        group = Group(group.actions, group.rewards, run.config.advantages(group.rewards))
+        actions, rewards = run.sample()
+        group = Group(actions, rewards, run.config.advantages(rewards))
         report = {key: getattr(group, key).tolist() for key in ("actions", "rewards", "advantages")}
         return {**report, "mean": float(group.rewards.mean()), "std": float(group.rewards.std())}, group
     if verb == "step":
